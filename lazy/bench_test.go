@@ -1,0 +1,136 @@
+package lazy
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/internal/legacy"
+)
+
+// Reproduce the figures in the closing notes with:
+//
+//	go test -run '^$' -bench . -benchmem -cpu 1,2 ./lazy
+
+// untracked turns off the tests' lock-holder tracking, which reads the
+// goroutine id on every lock, for one benchmark.
+func untracked(b *testing.B) {
+	trackLockHolder.Store(false)
+	b.Cleanup(func() { trackLockHolder.Store(true) })
+}
+
+// directFunc is called through a package-level variable so that neither the
+// direct call nor Call can be inlined down to nothing.
+var directFunc Func = noop
+
+func BenchmarkDirectCall(b *testing.B) {
+	untracked(b)
+	ctx := context.Background()
+	for b.Loop() {
+		_ = directFunc(ctx)
+	}
+}
+
+func BenchmarkCallReady(b *testing.B) {
+	untracked(b)
+	i := New(nil)
+	ctx := context.Background()
+	if err := i.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = i.Call(ctx, directFunc)
+	}
+}
+
+func BenchmarkDirectCallParallel(b *testing.B) {
+	untracked(b)
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = directFunc(ctx)
+		}
+	})
+}
+
+func BenchmarkCallReadyParallel(b *testing.B) {
+	untracked(b)
+	i := New(nil)
+	ctx := context.Background()
+	if err := i.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = i.Call(ctx, directFunc)
+		}
+	})
+}
+
+// BenchmarkCallWhileCallbackRuns measures how long goroutine B's Call takes
+// while goroutine A's callback runs for 10 ms, on an initialized Initializer:
+// with the pre-fix discipline B waits for A's lock.
+func BenchmarkCallWhileCallbackRuns(b *testing.B) {
+	untracked(b)
+	const callbackTime = 10 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		mk   func() initCaller
+	}{
+		{"fixed", func() initCaller { return New(nil) }},
+		{"legacy", func() initCaller { return legacyCaller{legacy.New(nil)} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			i := tc.mk()
+			ctx := context.Background()
+			if err := i.Init(ctx); err != nil {
+				b.Fatal(err)
+			}
+			var waits []time.Duration
+			for b.Loop() {
+				started, finished := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(finished)
+					_ = i.Call(ctx, func(context.Context) error {
+						close(started)
+						time.Sleep(callbackTime)
+						return nil
+					})
+				}()
+				<-started
+				t0 := time.Now()
+				_ = i.Call(ctx, directFunc)
+				waits = append(waits, time.Since(t0))
+				<-finished
+			}
+			slices.Sort(waits)
+			b.ReportMetric(float64(waits[len(waits)/2].Nanoseconds()), "median-ns")
+		})
+	}
+}
+
+func BenchmarkQueueCall(b *testing.B) {
+	untracked(b)
+	i := New(nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = i.Call(ctx, directFunc)
+	}
+}
+
+func BenchmarkDrainNoopCallbacks(b *testing.B) {
+	untracked(b)
+	i := New(nil)
+	ctx := context.Background()
+	for range b.N {
+		_ = i.Call(ctx, directFunc)
+	}
+	b.ResetTimer()
+	if err := i.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+}

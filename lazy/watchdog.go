@@ -1,0 +1,124 @@
+package lazy
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// watchdog watches the function that the initialization goroutine runs and logs
+// once per function that outlasts the threshold. One timer serves the whole
+// initialization, so that watching a function costs a clock read and an atomic
+// store rather than a timer of its own.
+type watchdog struct {
+	threshold time.Duration
+	opts      *options
+	cur       atomic.Pointer[entry] // the function running now; nil between functions
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	stopped  bool
+	logged   *entry
+	inflight sync.WaitGroup // warnings being written; stop waits for them
+}
+
+func newWatchdog(o *options) *watchdog {
+	w := &watchdog{threshold: o.threshold(), opts: o}
+	if w.threshold > 0 {
+		w.timer = time.AfterFunc(w.threshold, w.check)
+	}
+	return w
+}
+
+// run runs e under the watchdog and turns a panic into a *PanicError. A
+// runtime.Goexit passes through: the caller's deferred code handles it.
+func (w *watchdog) run(ctx context.Context, e *entry) (err error) {
+	if w.timer != nil {
+		e.start = time.Now()
+		w.cur.Store(e)
+		defer w.cur.Store(nil)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return e.fn(ctx)
+}
+
+// check runs on the timer's goroutine: it warns about the current function if it
+// has outlasted the threshold, then re-arms for the moment the current function
+// would.
+func (w *watchdog) check() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	next := w.threshold
+	var slow *entry
+	var elapsed time.Duration
+	if e := w.cur.Load(); e != nil && e != w.logged {
+		elapsed = time.Since(e.start)
+		if elapsed >= w.threshold {
+			slow, w.logged = e, e
+		} else {
+			next = w.threshold - elapsed
+		}
+	}
+	w.timer.Reset(next)
+	if slow != nil {
+		w.inflight.Add(1)
+	}
+	w.mu.Unlock()
+	if slow != nil {
+		defer w.inflight.Done()
+		phase := "queued call"
+		if slow.isInit {
+			phase = "init"
+		}
+		w.opts.log().Warn("lazy: initialization is taking long; a deadlock or a hung driver call?",
+			"phase", phase,
+			"site", slow.site(),
+			"elapsed", elapsed,
+			"threshold", w.threshold,
+			"goroutines", string(allStacks()))
+	}
+}
+
+// stop stops the timer and waits for a warning being written.
+func (w *watchdog) stop() {
+	if w.timer == nil {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = true
+	w.timer.Stop()
+	w.mu.Unlock()
+	w.inflight.Wait()
+}
+
+// restart undoes stop, for functions queued after the queue looked empty.
+func (w *watchdog) restart() {
+	if w.timer == nil {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = false
+	w.timer.Reset(w.threshold)
+	w.mu.Unlock()
+}
+
+func allStacks() []byte {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
