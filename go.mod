@@ -2,7 +2,10 @@ module github.com/gpuinit/gpuinit
 
 go 1.26
 
-require github.com/stretchr/testify v1.11.1
+require (
+	github.com/stretchr/testify v1.11.1
+	golang.org/x/sync v0.18.0
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect

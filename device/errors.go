@@ -1,0 +1,52 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Backends wrap raw driver codes in a *DriverError whose Is
+// reports the sentinel the code means, so callers test with errors.Is.
+var (
+	// ErrNoDevice: the driver works but sees no GPU.
+	ErrNoDevice = errors.New("device: no GPU device found")
+	// ErrDriverNotFound: the driver library or kernel module is missing.
+	ErrDriverNotFound = errors.New("device: GPU driver not found")
+	// ErrDriverMismatch: the driver is too old for the runtime, or user and
+	// kernel parts of the driver differ.
+	ErrDriverMismatch = errors.New("device: GPU driver version mismatch")
+	// ErrInvalidDevice: an ordinal outside 0..count-1.
+	ErrInvalidDevice = errors.New("device: invalid device ordinal")
+	// ErrNotCompiled: the backend was not compiled into this binary.
+	ErrNotCompiled = errors.New("device: backend not compiled in")
+	// ErrNotSupported: the backend lacks an optional feature (generators).
+	ErrNotSupported = errors.New("device: not supported by this backend")
+)
+
+// DriverError is a failed driver call, with the raw code and its name as the
+// vendor library gives them, and a hint for the person reading the log.
+type DriverError struct {
+	Backend  string // "cuda", "hip", "sim"
+	Op       string // the call that failed, e.g. "cuInit"
+	Code     int    // the raw driver code, e.g. 100
+	Name     string // the code's name, e.g. "CUDA_ERROR_NO_DEVICE"
+	Message  string // the driver's description of the code
+	Hint     string // what to check or do next; may be empty
+	Sentinel error  // the sentinel this code means, or nil
+}
+
+func (e *DriverError) Error() string {
+	s := fmt.Sprintf("%s: %s failed: %s (%d)", e.Backend, e.Op, e.Name, e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// Is reports whether target is the sentinel this driver code maps onto.
+func (e *DriverError) Is(target error) bool {
+	return e.Sentinel != nil && target == e.Sentinel
+}

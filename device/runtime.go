@@ -1,0 +1,126 @@
+// Package device is gpuinit's backend-neutral GPU runtime. Open returns the one
+// Runtime of a backend (cuda, hip, sim) without touching the driver; the first
+// Init, DeviceCount or Device initializes it, once per process, through package
+// lazy: work queued with LazyCall before then is replayed right after the
+// driver's init, in order, and may re-enter the Runtime without deadlocking.
+// Failures are memoized and carry the driver's raw code, its name and a hint.
+package device
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gpuinit/gpuinit/lazy"
+)
+
+// Runtime is one backend's lazily initialized state. It is safe for concurrent
+// use. Open returns one Runtime per backend per process; New makes a private one.
+type Runtime struct {
+	backend Backend
+	init    *lazy.Initializer
+	devices []Info // read once by the initialization; immutable after
+}
+
+// New returns a Runtime for b that Open does not share: for tests and for
+// programs that bring their own Backend. Nothing is called on b until first use.
+func New(b Backend, opts ...lazy.Option) *Runtime {
+	r := &Runtime{backend: b}
+	r.init = lazy.New(r.initialize, opts...)
+	return r
+}
+
+func (r *Runtime) initialize(ctx context.Context) error {
+	if err := r.backend.Init(ctx); err != nil {
+		return err
+	}
+	n, err := r.backend.Count()
+	if err != nil {
+		return err
+	}
+	devices := make([]Info, n)
+	for i := range devices {
+		if devices[i], err = r.backend.Device(i); err != nil {
+			return err
+		}
+		devices[i].Ordinal = i
+	}
+	r.devices = devices
+	return nil
+}
+
+// Backend returns the backend, for its optional interfaces and its own methods.
+// Calling into it directly bypasses the lazy initialization.
+func (r *Runtime) Backend() Backend { return r.backend }
+
+// Name is the backend's name.
+func (r *Runtime) Name() string { return r.backend.Name() }
+
+// Init initializes the backend on first call and returns the memoized result:
+// the driver's init, the device information, then the work queued by LazyCall.
+// See lazy.Initializer.Init for cancellation and re-entry.
+func (r *Runtime) Init(ctx context.Context) error { return r.init.Init(ctx) }
+
+// LazyCall runs fn now if the Runtime is initialized, else queues it to run right
+// after initialization; it never initializes. See lazy.Initializer.Call.
+func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
+	return r.init.CallDepth(ctx, 1, fn)
+}
+
+// LazyCallDepth is LazyCall for wrappers: the call site recorded for a queued fn
+// is depth frames above LazyCallDepth's caller.
+func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error {
+	return r.init.CallDepth(ctx, depth+1, fn)
+}
+
+// State reports the initialization state without initializing.
+func (r *Runtime) State() lazy.State { return r.init.State() }
+
+// IsInitialized reports whether initialization has succeeded, without
+// initializing, like torch.cuda.is_initialized.
+func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
+
+// DriverVersion asks the backend for the driver's version without initializing.
+func (r *Runtime) DriverVersion() (int, error) { return r.backend.DriverVersion() }
+
+// DeviceCount initializes on first use and reports the number of devices.
+func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
+	if err := r.init.Init(ctx); err != nil {
+		return 0, err
+	}
+	return len(r.devices), nil
+}
+
+// Device initializes on first use and describes one device. An ordinal out of
+// range gets an error wrapping ErrInvalidDevice with the valid range.
+func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
+	if err := r.init.Init(ctx); err != nil {
+		return Info{}, err
+	}
+	if err := r.CheckOrdinal(ordinal); err != nil {
+		return Info{}, err
+	}
+	return r.devices[ordinal], nil
+}
+
+// Devices initializes on first use and describes every device; the slice is
+// the caller's.
+func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
+	if err := r.init.Init(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.devices), nil
+}
+
+// CheckOrdinal returns nil if ordinal names a device of an initialized Runtime,
+// else an error wrapping ErrInvalidDevice that gives the valid range.
+func (r *Runtime) CheckOrdinal(ordinal int) error {
+	if !r.IsInitialized() {
+		return fmt.Errorf("%w: %d: %s runtime not initialized", ErrInvalidDevice, ordinal, r.Name())
+	}
+	if ordinal < 0 || ordinal >= len(r.devices) {
+		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d",
+			ErrInvalidDevice, ordinal, r.Name(), len(r.devices), len(r.devices)-1)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package sim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/rng/philox"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEnvironmentIsParsedStrictly(t *testing.T) {
+	for _, tc := range []struct {
+		name, env, value, wantErr string
+	}{
+		{"devices not a number", sim.EnvDevices, "two", "GPUINIT_SIM_DEVICES"},
+		{"devices negative", sim.EnvDevices, "-1", "from 0 to 64"},
+		{"devices too many", sim.EnvDevices, "65", "from 0 to 64"},
+		{"delay not a duration", sim.EnvInitDelay, "5", "GPUINIT_SIM_INIT_DELAY"},
+		{"delay negative", sim.EnvInitDelay, "-1s", "non-negative"},
+		{"unknown failure", sim.EnvFail, "on-fire", "no-device, no-driver"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			_, err := sim.OptionsFromEnv()
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+	t.Setenv(sim.EnvDevices, " 3 ")
+	t.Setenv(sim.EnvInitDelay, "1ms")
+	t.Setenv(sim.EnvFail, "")
+	opts, err := sim.OptionsFromEnv()
+	require.NoError(t, err)
+	b := sim.New(opts...)
+	require.NoError(t, b.Init(context.Background()))
+	n, _ := b.Count()
+	assert.Equal(t, 3, n)
+}
+
+func TestFailuresMapOntoSentinels(t *testing.T) {
+	for _, tc := range []struct {
+		f    sim.Failure
+		want error
+		code int
+	}{
+		{sim.NoDevice, device.ErrNoDevice, 100},
+		{sim.NoDriver, device.ErrDriverNotFound, 35},
+		{sim.DriverMismatch, device.ErrDriverMismatch, 803},
+		{sim.Unknown, nil, 999},
+	} {
+		t.Run(string(tc.f), func(t *testing.T) {
+			err := sim.New(sim.WithFailure(tc.f)).Init(context.Background())
+			var de *device.DriverError
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, tc.code, de.Code)
+			assert.NotEmpty(t, de.Hint)
+			if tc.want != nil {
+				assert.ErrorIs(t, err, tc.want)
+			}
+			for _, other := range []error{device.ErrNoDevice, device.ErrDriverNotFound, device.ErrDriverMismatch} {
+				if other != tc.want {
+					assert.NotErrorIs(t, err, other)
+				}
+			}
+		})
+	}
+	assert.ErrorIs(t, sim.New(sim.WithDevices(0)).Init(context.Background()), device.ErrNoDevice)
+}
+
+func TestCountBeforeInitFailsLikeTheDriver(t *testing.T) {
+	b := sim.New()
+	_, err := b.Count()
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "CUDA_ERROR_NOT_INITIALIZED", de.Name)
+	v, err := b.DriverVersion()
+	require.NoError(t, err)
+	assert.Equal(t, 12020, v)
+}
+
+func TestInitDelayHonoursContext(t *testing.T) {
+	b := sim.New(sim.WithInitDelay(time.Hour))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, b.Init(ctx), context.DeadlineExceeded)
+}
+
+func TestPanicFailurePanics(t *testing.T) {
+	assert.Panics(t, func() { _ = sim.New(sim.WithFailure(sim.Panic)).Init(context.Background()) })
+}
+
+func TestGeneratorDrawsCURANDNumbers(t *testing.T) {
+	b := sim.New()
+	require.NoError(t, b.Init(context.Background()))
+	g, err := b.NewGenerator(1)
+	require.NoError(t, err)
+	require.NoError(t, g.SetSeed(42))
+	require.NoError(t, g.SetOffset(3))
+	got := make([]uint32, 10)
+	require.NoError(t, g.Generate(got[:4]))
+	require.NoError(t, g.Generate(got[4:]))
+	want := make([]uint32, 10)
+	philox.FillCURAND(want, 42, 3)
+	assert.Equal(t, want, got)
+	_, err = b.NewGenerator(2)
+	assert.ErrorIs(t, err, device.ErrInvalidDevice)
+}

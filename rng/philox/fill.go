@@ -1,0 +1,85 @@
+package philox
+
+import (
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// parallelMin is the fill length from which the fills spread over all cores;
+// below it a goroutine costs more than it saves.
+const parallelMin = 1 << 16
+
+// FillCURAND writes what cuRAND's host API curandGenerate writes into dst for a
+// CURAND_RNG_PSEUDO_PHILOX4_32_10 generator with the default ordering, after
+// curandSetPseudoRandomGeneratorSeed(seed) and curandSetGeneratorOffset(offset).
+// A generator that has already produced n values continues as FillCURAND with
+// offset+n.
+//
+// cuRAND interleaves 65536 subsequences: value i is word e%4 of
+// Block((lo32(j/65536), hi32(j/65536), j%65536, 0), seed) with e = offset+i and
+// j = e/4. Large fills use every core; the result is the same either way.
+func FillCURAND(dst []uint32, seed, offset uint64) { fill(dst, seed, offset, curandCounter) }
+
+// FillSequential writes what rocRAND's host generator (Philox, default ordering)
+// writes: one sequential stream, value i being word e%4 of Block(e/4, seed) with
+// e = offset+i. It is also the device-API stream of subsequence 0.
+func FillSequential(dst []uint32, seed, offset uint64) { fill(dst, seed, offset, sequentialCounter) }
+
+// A counterLayout maps a block index j to the Philox counter words.
+type counterLayout func(j uint64) (c0, c1, c2, c3 uint32)
+
+func curandCounter(j uint64) (uint32, uint32, uint32, uint32) {
+	hi := j >> 16
+	return uint32(hi), uint32(hi >> 32), uint32(j & 0xFFFF), 0
+}
+
+func sequentialCounter(j uint64) (uint32, uint32, uint32, uint32) {
+	return uint32(j), uint32(j >> 32), 0, 0
+}
+
+func fill(dst []uint32, seed, offset uint64, layout counterLayout) {
+	workers := runtime.GOMAXPROCS(0)
+	if len(dst) < parallelMin || workers == 1 {
+		fillRange(dst, seed, offset, layout)
+		return
+	}
+	// Chunks are whole blocks of the stream, so only the first and last can
+	// be partial blocks.
+	chunk := (len(dst)/workers + 3) &^ 3
+	var g errgroup.Group
+	for start := 0; start < len(dst); start += chunk {
+		part := dst[start:min(start+chunk, len(dst))]
+		e := offset + uint64(start)
+		g.Go(func() error { fillRange(part, seed, e, layout); return nil })
+	}
+	_ = g.Wait() // the workers cannot fail
+}
+
+// fillRange writes the values from stream position e on into dst.
+func fillRange(dst []uint32, seed, e uint64, layout counterLayout) {
+	k0, k1 := seedKey(seed)
+	i := 0
+	if w := int(e % 4); w != 0 { // finish the partial block e starts in
+		c0, c1, c2, c3 := layout(e / 4)
+		o0, o1, o2, o3 := block10(c0, c1, c2, c3, k0, k1)
+		out := [4]uint32{o0, o1, o2, o3}
+		for ; w < 4 && i < len(dst); w++ {
+			dst[i] = out[w]
+			i++
+		}
+		e += uint64(i)
+	}
+	j := e / 4
+	for ; i+4 <= len(dst); i += 4 {
+		c0, c1, c2, c3 := layout(j)
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = block10(c0, c1, c2, c3, k0, k1)
+		j++
+	}
+	if i < len(dst) {
+		c0, c1, c2, c3 := layout(j)
+		o0, o1, o2, o3 := block10(c0, c1, c2, c3, k0, k1)
+		out := [4]uint32{o0, o1, o2, o3}
+		copy(dst[i:], out[:])
+	}
+}

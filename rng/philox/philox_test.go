@@ -1,0 +1,170 @@
+package philox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const katPath = "../../../shared/testdata/philox/random123_kat_philox4x32.txt"
+
+func TestBlockMatchesRandom123KnownAnswers(t *testing.T) {
+	f, err := os.Open(katPath)
+	require.NoError(t, err, "the Random123 vectors live in ../shared beside the checkout")
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		require.Len(t, fields, 12, sc.Text())
+		rounds, err := strconv.Atoi(fields[1])
+		require.NoError(t, err)
+		var w [10]uint32
+		for k := range w {
+			v, err := strconv.ParseUint(fields[2+k], 16, 32)
+			require.NoError(t, err)
+			w[k] = uint32(v)
+		}
+		ctr, key := [4]uint32{w[0], w[1], w[2], w[3]}, [2]uint32{w[4], w[5]}
+		want := [4]uint32{w[6], w[7], w[8], w[9]}
+		assert.Equal(t, want, BlockRounds(ctr, key, rounds), "line %q", sc.Text())
+		if rounds == Rounds {
+			assert.Equal(t, want, Block(ctr, key))
+			o0, o1, o2, o3 := block10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1])
+			assert.Equal(t, want, [4]uint32{o0, o1, o2, o3}, "unrolled block")
+		}
+		n++
+	}
+	require.NoError(t, sc.Err())
+	assert.Equal(t, 110, n, "every vector in the file was checked")
+}
+
+func TestFillCURANDMatchesMeasuredCURAND(t *testing.T) {
+	// facts.md §3: libcurand's host generator, seed 42, offset 0.
+	want := []uint32{0x9ceaf053, 0x77f5493b, 0x12bf50ad, 0x5742b3d7, 0x02933769, 0x2051e913, 0x3b68b038, 0xb62c409c}
+	got := make([]uint32, len(want))
+	FillCURAND(got, 42, 0)
+	assert.Equal(t, want, got)
+}
+
+// refCURAND is the closed form of facts.md §3, one value at a time.
+func refCURAND(seed, e uint64) uint32 {
+	j := e / 4
+	return Block([4]uint32{uint32(j >> 16), uint32(j >> 48), uint32(j % 65536), 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[e%4]
+}
+
+func refSequential(seed, e uint64) uint32 {
+	j := e / 4
+	return Block([4]uint32{uint32(j), uint32(j >> 32), 0, 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[e%4]
+}
+
+func TestFillsMatchClosedFormAtAnyOffsetAndLength(t *testing.T) {
+	for _, tc := range []struct {
+		seed, offset uint64
+		n            int
+	}{
+		{0, 0, 0}, {0, 0, 1}, {42, 1, 3}, {42, 3, 5}, {7, 2, 11},
+		{1 << 40, 4*65536 - 3, 17}, {^uint64(0), 1<<50 + 1, 9},
+		{42, 5, parallelMin*3 + 7}, // parallel, unaligned at both ends
+	} {
+		t.Run(fmt.Sprintf("seed=%d/offset=%d/n=%d", tc.seed, tc.offset, tc.n), func(t *testing.T) {
+			got := make([]uint32, tc.n)
+			FillCURAND(got, tc.seed, tc.offset)
+			seq := make([]uint32, tc.n)
+			FillSequential(seq, tc.seed, tc.offset)
+			for i := range got {
+				e := tc.offset + uint64(i)
+				if got[i] != refCURAND(tc.seed, e) || seq[i] != refSequential(tc.seed, e) {
+					t.Fatalf("value %d differs from the closed form", i)
+				}
+			}
+		})
+	}
+}
+
+func TestParallelFillEqualsSingleThreaded(t *testing.T) {
+	const n = 5*parallelMin + 13
+	par := make([]uint32, n)
+	FillCURAND(par, 99, 6)
+	prev := runtime.GOMAXPROCS(1)
+	one := make([]uint32, n)
+	FillCURAND(one, 99, 6)
+	runtime.GOMAXPROCS(prev)
+	assert.Equal(t, one, par)
+}
+
+func TestConsecutiveFillsContinueTheStream(t *testing.T) {
+	whole := make([]uint32, 1000)
+	FillCURAND(whole, 5, 3)
+	a, b := make([]uint32, 333), make([]uint32, 667)
+	FillCURAND(a, 5, 3)
+	FillCURAND(b, 5, 3+333)
+	assert.Equal(t, whole, append(a, b...))
+}
+
+func TestStreamFollowsCurandInit(t *testing.T) {
+	for _, tc := range []struct{ seed, subsequence, offset uint64 }{
+		{0, 0, 0}, {42, 0, 0}, {42, 0, 3}, {42, 1, 0}, {42, 3, 7}, {^uint64(0), 1 << 40, 1<<63 + 5},
+	} {
+		s := NewStream(tc.seed, tc.subsequence, tc.offset)
+		for m := range uint64(9) {
+			// p = 2^66·subsequence + offset + m, as a 128-bit number.
+			lo := tc.offset + m
+			hi := tc.subsequence << 2
+			if lo < tc.offset {
+				hi++
+			}
+			j0, j1 := lo>>2|hi<<62, hi>>2
+			want := Block([4]uint32{uint32(j0), uint32(j0 >> 32), uint32(j1), uint32(j1 >> 32)},
+				[2]uint32{uint32(tc.seed), uint32(tc.seed >> 32)})[lo%4]
+			require.Equal(t, want, s.Uint32(), "%+v m=%d", tc, m)
+		}
+	}
+}
+
+func TestStreamSkipsAndDrawsInFours(t *testing.T) {
+	a := NewStream(42, 0, 0)
+	b := NewStream(42, 0, 0)
+	a.Skip(5)
+	for range 5 {
+		b.Uint32()
+	}
+	assert.Equal(t, b.Uint32x4(), a.Uint32x4())
+	assert.Equal(t, b.Uint32(), a.Uint32())
+
+	c := NewStream(42, 0, 0)
+	c.SkipSubsequence(2)
+	assert.Equal(t, NewStream(42, 2, 0).Uint32x4(), c.Uint32x4())
+
+	seq := make([]uint32, 8)
+	FillSequential(seq, 42, 0)
+	d := NewStream(42, 0, 0)
+	assert.Equal(t, [4]uint32(seq[:4]), d.Uint32x4())
+	assert.Equal(t, [4]uint32(seq[4:]), d.Uint32x4())
+}
+
+func TestUniformMatchesCurandUniform(t *testing.T) {
+	for _, tc := range []struct {
+		x    uint32
+		want float32
+	}{
+		{0, 1.0 / (1 << 33)},
+		{1 << 31, 0.5 + 1.0/(1<<33)},
+		{0xFFFFFF7F, 0.99999994},
+		{0xFFFFFF80, 1},
+		{0xFFFFFFFF, 1},
+	} {
+		assert.Equal(t, tc.want, Uniform(tc.x), "x=%#x", tc.x)
+		assert.Greater(t, Uniform(tc.x), float32(0))
+	}
+}
