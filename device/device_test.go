@@ -108,10 +108,10 @@ func TestConcurrentFirstTouchInitializesOnce(t *testing.T) {
 func TestErrorsAreClearAndNothingHalfDone(t *testing.T) {
 	ctx := context.Background()
 	r := device.New(sim.New(sim.WithDevices(2)))
-	for _, ordinal := range []int{-1, 2, 99} {
+	for ordinal, want := range map[int]string{-1: "ordinals start at 0", 2: "valid ordinals are 0..1", 99: "valid ordinals are 0..1"} {
 		_, err := r.Device(ctx, ordinal)
 		assert.ErrorIs(t, err, device.ErrInvalidDevice)
-		assert.Contains(t, err.Error(), "valid ordinals are 0..1")
+		assert.Contains(t, err.Error(), want)
 	}
 	devices, err := r.Devices(ctx)
 	require.NoError(t, err)

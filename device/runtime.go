@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/lazy"
 )
@@ -19,7 +20,7 @@ import (
 type Runtime struct {
 	backend Backend
 	init    *lazy.Initializer
-	devices []Info // read once by the initialization; immutable after
+	devices atomic.Pointer[[]Info] // stored once by the initialization, before the queue drains
 }
 
 // New returns a Runtime for b that Open does not share: for tests and for
@@ -45,7 +46,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 		}
 		devices[i].Ordinal = i
 	}
-	r.devices = devices
+	r.devices.Store(&devices)
 	return nil
 }
 
@@ -88,7 +89,7 @@ func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
 	if err := r.init.Init(ctx); err != nil {
 		return 0, err
 	}
-	return len(r.devices), nil
+	return len(*r.devices.Load()), nil
 }
 
 // Device initializes on first use and describes one device. An ordinal out of
@@ -100,7 +101,7 @@ func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return Info{}, err
 	}
-	return r.devices[ordinal], nil
+	return (*r.devices.Load())[ordinal], nil
 }
 
 // Devices initializes on first use and describes every device; the slice is
@@ -109,18 +110,23 @@ func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 	if err := r.init.Init(ctx); err != nil {
 		return nil, err
 	}
-	return slices.Clone(r.devices), nil
+	return slices.Clone(*r.devices.Load()), nil
 }
 
-// CheckOrdinal returns nil if ordinal names a device of an initialized Runtime,
-// else an error wrapping ErrInvalidDevice that gives the valid range.
+// CheckOrdinal returns nil if ordinal names a device, else an error wrapping
+// ErrInvalidDevice that gives the valid range. It does not initialize: the
+// device count is known once the driver's init has succeeded, which includes
+// work queued with LazyCall. A negative ordinal is always invalid.
 func (r *Runtime) CheckOrdinal(ordinal int) error {
-	if !r.IsInitialized() {
-		return fmt.Errorf("%w: %d: %s runtime not initialized", ErrInvalidDevice, ordinal, r.Name())
-	}
-	if ordinal < 0 || ordinal >= len(r.devices) {
-		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d",
-			ErrInvalidDevice, ordinal, r.Name(), len(r.devices), len(r.devices)-1)
+	devices := r.devices.Load()
+	switch {
+	case ordinal < 0:
+		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
+	case devices == nil:
+		return fmt.Errorf("%w: %d: the %s runtime is not initialized, so its devices are not known yet", ErrInvalidDevice, ordinal, r.Name())
+	case ordinal >= len(*devices):
+		n := len(*devices)
+		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)
 	}
 	return nil
 }

@@ -1,0 +1,244 @@
+package rng
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device"
+)
+
+// Generators holds the per-device generator states of one device.Runtime. It is
+// safe for concurrent use. Create it with New.
+type Generators struct {
+	rt *device.Runtime
+
+	mu      sync.Mutex
+	devices map[int]*deviceGen
+}
+
+// deviceGen is one device's generator. Its own lock serializes draws, which may
+// take long, without holding Generators.mu.
+type deviceGen struct {
+	mu    sync.Mutex
+	state State
+	gen   device.Generator // created on the first Generate
+}
+
+// New returns the generators of rt's devices. Nothing is initialized or created
+// until used.
+func New(rt *device.Runtime) *Generators {
+	return &Generators{rt: rt, devices: map[int]*deviceGen{}}
+}
+
+// Runtime returns the runtime the generators belong to.
+func (g *Generators) Runtime() *device.Runtime { return g.rt }
+
+// device returns ordinal's generator, checking the ordinal against the devices
+// the initialization found.
+func (g *Generators) device(ordinal int) (*deviceGen, error) {
+	if err := g.rt.CheckOrdinal(ordinal); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.devices[ordinal]
+	if d == nil {
+		d = &deviceGen{state: State{Seed: DefaultSeed}}
+		g.devices[ordinal] = d
+	}
+	return d, nil
+}
+
+func (g *Generators) count() int {
+	n, err := g.rt.DeviceCount(context.Background()) // initialized by the caller
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// mutate runs apply on ordinal's state now if the runtime is initialized, else
+// queues it; the call site recorded is the caller of the exported method.
+func (g *Generators) mutate(ctx context.Context, ordinal int, apply func(*State)) error {
+	if ordinal < 0 {
+		return g.rt.CheckOrdinal(ordinal)
+	}
+	return g.rt.LazyCallDepth(ctx, 2, func(context.Context) error {
+		d, err := g.device(ordinal)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		apply(&d.state)
+		d.mu.Unlock()
+		return nil
+	})
+}
+
+// mutateAll is mutate for every device, with apply told which device.
+func (g *Generators) mutateAll(ctx context.Context, apply func(ordinal int, s *State) error) error {
+	return g.rt.LazyCallDepth(ctx, 2, func(context.Context) error {
+		n := g.count()
+		for ordinal := range n {
+			d, err := g.device(ordinal)
+			if err != nil {
+				return err
+			}
+			d.mu.Lock()
+			err = apply(ordinal, &d.state)
+			d.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ManualSeed sets device ordinal's seed and resets its offset to 0, like
+// torch.cuda.manual_seed. Before initialization it is queued (and returns nil);
+// an ordinal beyond the devices found then fails the initialization with a
+// *lazy.DeferredError naming this call.
+func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) error {
+	return g.mutate(ctx, ordinal, func(s *State) { *s = State{Seed: seed} })
+}
+
+// ManualSeedAll is ManualSeed on every device.
+func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
+	return g.mutateAll(ctx, func(_ int, s *State) error { *s = State{Seed: seed}; return nil })
+}
+
+// Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
+// seed, which is chosen now even if applying it is queued.
+func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
+	seed, err := randomSeed()
+	if err != nil {
+		return 0, err
+	}
+	return seed, g.ManualSeed(ctx, ordinal, seed)
+}
+
+// SeedAll seeds every device with one non-deterministic seed, like
+// torch.cuda.seed_all, and returns it.
+func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
+	seed, err := randomSeed()
+	if err != nil {
+		return 0, err
+	}
+	return seed, g.ManualSeedAll(ctx, seed)
+}
+
+func randomSeed() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("rng: reading a random seed: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// SetState sets device ordinal's seed and offset, like torch.cuda.set_rng_state.
+// A state whose offset is not a multiple of 4 is refused at once and never
+// queued.
+func (g *Generators) SetState(ctx context.Context, ordinal int, state State) error {
+	if err := state.validate(); err != nil {
+		return err
+	}
+	return g.mutate(ctx, ordinal, func(s *State) { *s = state })
+}
+
+// SetStateAll sets every device's state; states[i] is device i's. Every state is
+// validated at once; at replay, a length other than the device count fails and
+// changes nothing.
+func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
+	for i, s := range states {
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("device %d: %w", i, err)
+		}
+	}
+	states = append([]State(nil), states...)
+	return g.mutateAll(ctx, func(ordinal int, s *State) error {
+		if ordinal == 0 && len(states) != g.count() {
+			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), g.count())
+		}
+		*s = states[ordinal]
+		return nil
+	})
+}
+
+// InitialSeed initializes the runtime if needed and returns device ordinal's
+// seed, like torch.cuda.initial_seed.
+func (g *Generators) InitialSeed(ctx context.Context, ordinal int) (uint64, error) {
+	s, err := g.State(ctx, ordinal)
+	return s.Seed, err
+}
+
+// State initializes the runtime if needed and returns device ordinal's state,
+// like torch.cuda.get_rng_state.
+func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
+	if err := g.rt.Init(ctx); err != nil {
+		return State{}, err
+	}
+	d, err := g.device(ordinal)
+	if err != nil {
+		return State{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state, nil
+}
+
+// StateAll initializes the runtime if needed and returns every device's state.
+func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
+	n, err := g.rt.DeviceCount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	states := make([]State, n)
+	for i := range states {
+		if states[i], err = g.State(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
+}
+
+// Generate initializes the runtime if needed, fills dst from device ordinal's
+// generator at its current state, and advances the offset by len(dst) rounded up
+// to a multiple of 4, as PyTorch's kernels do. On error the state is unchanged.
+// The backend must implement device.GeneratorBackend.
+func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
+	if err := g.rt.Init(ctx); err != nil {
+		return err
+	}
+	d, err := g.device(ordinal)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gen == nil {
+		gb, ok := g.rt.Backend().(device.GeneratorBackend)
+		if !ok {
+			return fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, g.rt.Name())
+		}
+		if d.gen, err = gb.NewGenerator(ordinal); err != nil {
+			return fmt.Errorf("rng: creating the generator of device %d: %w", ordinal, err)
+		}
+	}
+	if err := d.gen.SetSeed(d.state.Seed); err != nil {
+		return fmt.Errorf("rng: seeding device %d: %w", ordinal, err)
+	}
+	if err := d.gen.SetOffset(d.state.Offset); err != nil {
+		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
+	}
+	if len(dst) > 0 {
+		if err := d.gen.Generate(dst); err != nil {
+			return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
+		}
+	}
+	d.state.Offset += (uint64(len(dst)) + 3) &^ 3
+	return nil
+}

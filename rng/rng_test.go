@@ -1,0 +1,229 @@
+package rng_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
+	"github.com/gpuinit/gpuinit/rng"
+	"github.com/gpuinit/gpuinit/rng/philox"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newGenerators(devices int) *rng.Generators {
+	return rng.New(device.New(sim.New(sim.WithDevices(devices))))
+}
+
+func TestStateBytesAreTorchs(t *testing.T) {
+	s := rng.State{Seed: 0x0102030405060708, Offset: 12}
+	b, err := s.MarshalBinary()
+	require.NoError(t, err)
+	assert.Equal(t, []byte{8, 7, 6, 5, 4, 3, 2, 1, 12, 0, 0, 0, 0, 0, 0, 0}, b)
+
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		want    rng.State
+		wantErr string
+	}{
+		{"16 bytes", b, s, ""},
+		{"8 bytes is seed only", b[:8], rng.State{Seed: s.Seed}, ""},
+		{"empty", nil, rng.State{}, "wrong size"},
+		{"15 bytes", b[:15], rng.State{}, "wrong size"},
+		{"offset not a multiple of 4", append(append([]byte{}, b[:8]...), 5, 0, 0, 0, 0, 0, 0, 0), rng.State{}, "multiple of 4"},
+		{"offset beyond int64", append(append([]byte{}, b[:8]...), 0, 0, 0, 0, 0, 0, 0, 0x80), rng.State{}, "int64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rng.State{Seed: 99, Offset: 4}
+			err := got.UnmarshalBinary(tc.in)
+			if tc.wantErr != "" {
+				assert.ErrorIs(t, err, rng.ErrBadState)
+				assert.ErrorContains(t, err, tc.wantErr)
+				assert.Equal(t, rng.State{Seed: 99, Offset: 4}, got, "unchanged on error")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func FuzzUnmarshalBinary(f *testing.F) {
+	f.Add([]byte{8, 7, 6, 5, 4, 3, 2, 1, 12, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := rng.State{Seed: 1, Offset: 8}
+		if err := s.UnmarshalBinary(b); err != nil {
+			if s != (rng.State{Seed: 1, Offset: 8}) {
+				t.Fatalf("a refused state changed the value: %+v", s)
+			}
+			return
+		}
+		if len(b) != 8 && len(b) != 16 {
+			t.Fatalf("accepted %d bytes", len(b))
+		}
+		out, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatalf("an accepted state does not marshal: %v", err)
+		}
+		if len(b) == 16 && string(out) != string(b) {
+			t.Fatalf("round trip changed %x into %x", b, out)
+		}
+	})
+}
+
+func TestQueuedCallsReplayInCallOrder(t *testing.T) {
+	ctx := context.Background()
+	// PyTorch replays seeds after every other queued call; gpuinit does not.
+	g := newGenerators(2)
+	require.NoError(t, g.ManualSeed(ctx, 0, 1))
+	require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 5, Offset: 8}))
+	require.NoError(t, g.SetState(ctx, 1, rng.State{Seed: 6, Offset: 4}))
+	require.NoError(t, g.ManualSeed(ctx, 1, 2))
+	assert.False(t, g.Runtime().IsInitialized(), "mutating calls queue")
+
+	states, err := g.StateAll(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rng.State{{Seed: 5, Offset: 8}, {Seed: 2}}, states)
+}
+
+func TestBadCallsAreRefusedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	g := newGenerators(2)
+	assert.ErrorIs(t, g.SetState(ctx, 0, rng.State{Seed: 1, Offset: 3}), rng.ErrBadState)
+	assert.ErrorIs(t, g.SetStateAll(ctx, []rng.State{{}, {Offset: 2}}), rng.ErrBadState)
+	assert.ErrorIs(t, g.ManualSeed(ctx, -1, 1), device.ErrInvalidDevice)
+	assert.False(t, g.Runtime().IsInitialized())
+	seed, err := g.InitialSeed(ctx, 0) // reads initialize
+	require.NoError(t, err)
+	assert.Equal(t, rng.DefaultSeed, seed, "nothing refused was queued")
+	assert.True(t, g.Runtime().IsInitialized())
+}
+
+func TestQueuedCallForMissingDeviceNamesItsCallSite(t *testing.T) {
+	ctx := context.Background()
+	g := newGenerators(2)
+	_, _, line, _ := runtime.Caller(0)
+	require.NoError(t, g.ManualSeed(ctx, 7, 1)) // only 0 and 1 exist: known at init
+	err := g.Runtime().Init(ctx)
+	var de *lazy.DeferredError
+	require.ErrorAs(t, err, &de)
+	assert.ErrorIs(t, err, device.ErrInvalidDevice)
+	assert.Contains(t, de.Site, fmt.Sprintf("rng_test.go:%d ", line+1))
+	assert.Contains(t, de.Site, "TestQueuedCallForMissingDeviceNamesItsCallSite")
+}
+
+func TestGenerateDrawsCURANDAndAdvancesLikeTorch(t *testing.T) {
+	ctx := context.Background()
+	g := newGenerators(1)
+	require.NoError(t, g.ManualSeed(ctx, 0, 42))
+	first := make([]uint32, 6)
+	require.NoError(t, g.Generate(ctx, 0, first))
+	s, err := g.State(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, rng.State{Seed: 42, Offset: 8}, s, "6 values advance the offset by 8")
+	second := make([]uint32, 4)
+	require.NoError(t, g.Generate(ctx, 0, second))
+
+	want := make([]uint32, 12)
+	philox.FillCURAND(want, 42, 0)
+	assert.Equal(t, want[:6], first)
+	assert.Equal(t, want[8:12], second)
+}
+
+func TestReentrantSetStateFromQueuedCallback(t *testing.T) {
+	// PyTorch's hang: a queued callback that sets RNG state re-enters the
+	// queue during the drain. Here it runs at once.
+	ctx := context.Background()
+	g := newGenerators(1)
+	require.NoError(t, g.Runtime().LazyCall(ctx, func(ctx context.Context) error {
+		if err := g.SetState(ctx, 0, rng.State{Seed: 9, Offset: 4}); err != nil {
+			return err
+		}
+		s, err := g.State(ctx, 0)
+		if err != nil {
+			return err
+		}
+		if s.Seed != 9 {
+			return fmt.Errorf("re-entrant SetState was not applied at once: %+v", s)
+		}
+		return nil
+	}))
+	require.NoError(t, g.Runtime().Init(ctx))
+}
+
+// op is one call of a random sequence; it returns the numbers it drew.
+type op func(ctx context.Context, g *rng.Generators) ([]uint32, error)
+
+func randomOps(r *rand.Rand, n, devices int) []op {
+	ops := make([]op, n)
+	for k := range ops {
+		ordinal := r.IntN(devices)
+		seed := r.Uint64N(1000)
+		offset := 4 * r.Uint64N(100)
+		length := r.IntN(9)
+		switch r.IntN(5) {
+		case 0:
+			ops[k] = func(ctx context.Context, g *rng.Generators) ([]uint32, error) {
+				return nil, g.ManualSeed(ctx, ordinal, seed)
+			}
+		case 1:
+			ops[k] = func(ctx context.Context, g *rng.Generators) ([]uint32, error) {
+				return nil, g.ManualSeedAll(ctx, seed)
+			}
+		case 2:
+			ops[k] = func(ctx context.Context, g *rng.Generators) ([]uint32, error) {
+				return nil, g.SetState(ctx, ordinal, rng.State{Seed: seed, Offset: offset})
+			}
+		case 3:
+			states := make([]rng.State, devices)
+			for i := range states {
+				states[i] = rng.State{Seed: seed + uint64(i), Offset: offset}
+			}
+			ops[k] = func(ctx context.Context, g *rng.Generators) ([]uint32, error) {
+				return nil, g.SetStateAll(ctx, states)
+			}
+		default:
+			ops[k] = func(ctx context.Context, g *rng.Generators) ([]uint32, error) {
+				dst := make([]uint32, length)
+				return dst, g.Generate(ctx, ordinal, dst)
+			}
+		}
+	}
+	return ops
+}
+
+func TestLazyEqualsEager(t *testing.T) {
+	ctx := context.Background()
+	const devices = 3
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 0))
+		ops := randomOps(r, 1+r.IntN(12), devices)
+		run := func(initFirst bool) ([]rng.State, [][]uint32) {
+			g := newGenerators(devices)
+			if initFirst {
+				require.NoError(t, g.Runtime().Init(ctx))
+			}
+			var drawn [][]uint32
+			for _, o := range ops {
+				d, err := o(ctx, g)
+				require.NoError(t, err)
+				drawn = append(drawn, d)
+			}
+			states, err := g.StateAll(ctx) // initializes the lazy one, if nothing did
+			require.NoError(t, err)
+			return states, drawn
+		}
+		eagerStates, eagerDrawn := run(true)
+		lazyStates, lazyDrawn := run(false)
+		require.Equal(t, eagerStates, lazyStates, "sequence %d", seed)
+		require.Equal(t, eagerDrawn, lazyDrawn, "sequence %d", seed)
+	}
+}
