@@ -37,7 +37,7 @@ type DriverError struct {
 
 func (e *DriverError) Error() string {
 	s := fmt.Sprintf("%s: %s failed: %s (%d)", e.Backend, e.Op, e.Name, e.Code)
-	if e.Message != "" {
+	if e.Message != "" && e.Message != e.Name {
 		s += ": " + e.Message
 	}
 	if e.Hint != "" {

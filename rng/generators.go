@@ -234,11 +234,19 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	if err := d.gen.SetOffset(d.state.Offset); err != nil {
 		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
 	}
-	if len(dst) > 0 {
-		if err := d.gen.Generate(dst); err != nil {
+	// Draw whole blocks of 4, as the offset advances: PyTorch's kernels consume
+	// them, and libcurand leaves a partial block unwritten after some offsets.
+	n := (len(dst) + 3) &^ 3
+	out := dst
+	if n != len(dst) {
+		out = make([]uint32, n)
+	}
+	if n > 0 {
+		if err := d.gen.Generate(out); err != nil {
 			return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
 		}
 	}
-	d.state.Offset += (uint64(len(dst)) + 3) &^ 3
+	copy(dst, out)
+	d.state.Offset += uint64(n)
 	return nil
 }

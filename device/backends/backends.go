@@ -6,5 +6,7 @@
 package backends
 
 import (
-	_ "github.com/gpuinit/gpuinit/device/sim" // always: pure Go
+	_ "github.com/gpuinit/gpuinit/device/cuda" // with -tags cuda
+	_ "github.com/gpuinit/gpuinit/device/hip"  // with -tags hip
+	_ "github.com/gpuinit/gpuinit/device/sim"  // always: pure Go
 )
