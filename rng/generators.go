@@ -8,12 +8,32 @@ import (
 	"sync"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// Generators holds the per-device generator states of one device.Runtime. It is
+// Runtime is what Generators need of a device runtime. *device.Runtime is the
+// implementation; the interface lets tools run the same calls over another
+// initialization discipline (gpuprobe's -discipline legacy).
+type Runtime interface {
+	Name() string
+	Backend() device.Backend
+	// Init initializes on first use and returns the memoized result.
+	Init(ctx context.Context) error
+	// LazyCallDepth runs fn now when initialized, else queues it; the call site
+	// recorded is depth frames above its caller.
+	LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error
+	// DeviceCount initializes on first use and reports the device count.
+	DeviceCount(ctx context.Context) (int, error)
+	// CheckOrdinal validates an ordinal without initializing.
+	CheckOrdinal(ordinal int) error
+}
+
+var _ Runtime = (*device.Runtime)(nil)
+
+// Generators holds the per-device generator states of one device runtime. It is
 // safe for concurrent use. Create it with New.
 type Generators struct {
-	rt *device.Runtime
+	rt Runtime
 
 	mu      sync.Mutex
 	devices map[int]*deviceGen
@@ -29,12 +49,12 @@ type deviceGen struct {
 
 // New returns the generators of rt's devices. Nothing is initialized or created
 // until used.
-func New(rt *device.Runtime) *Generators {
+func New(rt Runtime) *Generators {
 	return &Generators{rt: rt, devices: map[int]*deviceGen{}}
 }
 
 // Runtime returns the runtime the generators belong to.
-func (g *Generators) Runtime() *device.Runtime { return g.rt }
+func (g *Generators) Runtime() Runtime { return g.rt }
 
 // device returns ordinal's generator, checking the ordinal against the devices
 // the initialization found.

@@ -16,8 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func newGenerators(devices int) *rng.Generators {
-	return rng.New(device.New(sim.New(sim.WithDevices(devices))))
+func newGenerators(devices int) (*rng.Generators, *device.Runtime) {
+	rt := device.New(sim.New(sim.WithDevices(devices)))
+	return rng.New(rt), rt
 }
 
 func TestStateBytesAreTorchs(t *testing.T) {
@@ -82,12 +83,12 @@ func FuzzUnmarshalBinary(f *testing.F) {
 func TestQueuedCallsReplayInCallOrder(t *testing.T) {
 	ctx := context.Background()
 	// PyTorch replays seeds after every other queued call; gpuinit does not.
-	g := newGenerators(2)
+	g, rt := newGenerators(2)
 	require.NoError(t, g.ManualSeed(ctx, 0, 1))
 	require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 5, Offset: 8}))
 	require.NoError(t, g.SetState(ctx, 1, rng.State{Seed: 6, Offset: 4}))
 	require.NoError(t, g.ManualSeed(ctx, 1, 2))
-	assert.False(t, g.Runtime().IsInitialized(), "mutating calls queue")
+	assert.False(t, rt.IsInitialized(), "mutating calls queue")
 
 	states, err := g.StateAll(ctx)
 	require.NoError(t, err)
@@ -96,23 +97,23 @@ func TestQueuedCallsReplayInCallOrder(t *testing.T) {
 
 func TestBadCallsAreRefusedAtOnce(t *testing.T) {
 	ctx := context.Background()
-	g := newGenerators(2)
+	g, rt := newGenerators(2)
 	assert.ErrorIs(t, g.SetState(ctx, 0, rng.State{Seed: 1, Offset: 3}), rng.ErrBadState)
 	assert.ErrorIs(t, g.SetStateAll(ctx, []rng.State{{}, {Offset: 2}}), rng.ErrBadState)
 	assert.ErrorIs(t, g.ManualSeed(ctx, -1, 1), device.ErrInvalidDevice)
-	assert.False(t, g.Runtime().IsInitialized())
+	assert.False(t, rt.IsInitialized())
 	seed, err := g.InitialSeed(ctx, 0) // reads initialize
 	require.NoError(t, err)
 	assert.Equal(t, rng.DefaultSeed, seed, "nothing refused was queued")
-	assert.True(t, g.Runtime().IsInitialized())
+	assert.True(t, rt.IsInitialized())
 }
 
 func TestQueuedCallForMissingDeviceNamesItsCallSite(t *testing.T) {
 	ctx := context.Background()
-	g := newGenerators(2)
+	g, rt := newGenerators(2)
 	_, _, line, _ := runtime.Caller(0)
 	require.NoError(t, g.ManualSeed(ctx, 7, 1)) // only 0 and 1 exist: known at init
-	err := g.Runtime().Init(ctx)
+	err := rt.Init(ctx)
 	var de *lazy.DeferredError
 	require.ErrorAs(t, err, &de)
 	assert.ErrorIs(t, err, device.ErrInvalidDevice)
@@ -122,7 +123,7 @@ func TestQueuedCallForMissingDeviceNamesItsCallSite(t *testing.T) {
 
 func TestGenerateDrawsCURANDAndAdvancesLikeTorch(t *testing.T) {
 	ctx := context.Background()
-	g := newGenerators(1)
+	g, _ := newGenerators(1)
 	require.NoError(t, g.ManualSeed(ctx, 0, 42))
 	first := make([]uint32, 6)
 	require.NoError(t, g.Generate(ctx, 0, first))
@@ -142,8 +143,8 @@ func TestReentrantSetStateFromQueuedCallback(t *testing.T) {
 	// PyTorch's hang: a queued callback that sets RNG state re-enters the
 	// queue during the drain. Here it runs at once.
 	ctx := context.Background()
-	g := newGenerators(1)
-	require.NoError(t, g.Runtime().LazyCall(ctx, func(ctx context.Context) error {
+	g, rt := newGenerators(1)
+	require.NoError(t, rt.LazyCall(ctx, func(ctx context.Context) error {
 		if err := g.SetState(ctx, 0, rng.State{Seed: 9, Offset: 4}); err != nil {
 			return err
 		}
@@ -156,7 +157,7 @@ func TestReentrantSetStateFromQueuedCallback(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, g.Runtime().Init(ctx))
+	require.NoError(t, rt.Init(ctx))
 }
 
 // op is one call of a random sequence; it returns the numbers it drew.
@@ -207,9 +208,9 @@ func TestLazyEqualsEager(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 0))
 		ops := randomOps(r, 1+r.IntN(12), devices)
 		run := func(initFirst bool) ([]rng.State, [][]uint32) {
-			g := newGenerators(devices)
+			g, rt := newGenerators(devices)
 			if initFirst {
-				require.NoError(t, g.Runtime().Init(ctx))
+				require.NoError(t, rt.Init(ctx))
 			}
 			var drawn [][]uint32
 			for _, o := range ops {

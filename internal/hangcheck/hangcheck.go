@@ -97,8 +97,9 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 
 // Frames returns the goroutines of a Go goroutine dump whose stacks mention any
 // of the given substrings (a package path, a function name), each trimmed to
-// its header and its first maxFrames frames: the part of a dump that shows where
-// a hang is. With no substrings it keeps every goroutine.
+// its header and its first maxFrames frames outside the runtime's internals
+// (runtime.*, internal/*): the part of a dump that shows where a hang is, from
+// the lock down. With no substrings it keeps every goroutine.
 func Frames(dump string, maxFrames int, mention ...string) string {
 	var out strings.Builder
 	for _, g := range strings.Split(dump, "\n\n") {
@@ -112,10 +113,25 @@ func Frames(dump string, maxFrames int, mention ...string) string {
 		if !keep {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(g, "\n"), "\n")
-		// A frame is two lines: the function, then its file and line.
-		if limit := 1 + 2*maxFrames; maxFrames > 0 && len(lines) > limit {
-			lines = append(lines[:limit], fmt.Sprintf("\t... %d more frames", (len(lines)-limit)/2))
+		all := strings.Split(strings.TrimRight(g, "\n"), "\n")
+		lines := all[:1]
+		// A frame is two lines: the function, then its file and line; the
+		// last may be a one-line "created by" or a note.
+		kept, dropped := 0, 0
+		for i := 1; i < len(all); i += 2 {
+			frame := all[i:min(i+2, len(all))]
+			if strings.HasPrefix(frame[0], "runtime.") || strings.HasPrefix(frame[0], "internal/") {
+				continue
+			}
+			if maxFrames > 0 && kept == maxFrames {
+				dropped++
+				continue
+			}
+			lines = append(lines, frame...)
+			kept++
+		}
+		if dropped > 0 {
+			lines = append(lines, fmt.Sprintf("\t... %d more frames", dropped))
 		}
 		out.WriteString(strings.Join(lines, "\n"))
 		out.WriteString("\n\n")

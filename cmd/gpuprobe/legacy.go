@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/internal/legacy"
+	"github.com/gpuinit/gpuinit/lazy"
+	"github.com/gpuinit/gpuinit/rng"
+)
+
+// legacyRuntime is a device runtime over the pre-fix discipline: callbacks run
+// under one plain mutex, as torch.cuda's _lazy_call did before PR #182948. It
+// exists so that -discipline legacy reproduces the hang with the very same rng
+// calls the fixed scenarios make.
+type legacyRuntime struct {
+	backend device.Backend
+	init    *legacy.Initializer
+	devices atomic.Int64 // -1 until the driver's init succeeded
+}
+
+var _ rng.Runtime = (*legacyRuntime)(nil)
+
+func newLegacyRuntime(b device.Backend) *legacyRuntime {
+	l := &legacyRuntime{backend: b}
+	l.devices.Store(-1)
+	l.init = legacy.New(func(ctx context.Context) error {
+		if err := b.Init(ctx); err != nil {
+			return err
+		}
+		n, err := b.Count()
+		if err != nil {
+			return err
+		}
+		l.devices.Store(int64(n))
+		return nil
+	})
+	return l
+}
+
+func (l *legacyRuntime) Name() string                   { return l.backend.Name() }
+func (l *legacyRuntime) Backend() device.Backend        { return l.backend }
+func (l *legacyRuntime) Init(ctx context.Context) error { return l.init.Init(ctx) }
+
+func (l *legacyRuntime) LazyCallDepth(ctx context.Context, _ int, fn lazy.Func) error {
+	return l.init.Call(ctx, fn)
+}
+
+func (l *legacyRuntime) DeviceCount(ctx context.Context) (int, error) {
+	if err := l.init.Init(ctx); err != nil {
+		return 0, err
+	}
+	return int(l.devices.Load()), nil
+}
+
+func (l *legacyRuntime) CheckOrdinal(ordinal int) error {
+	if n := l.devices.Load(); ordinal < 0 || ordinal >= int(n) {
+		return fmt.Errorf("%w: %d of %d devices", device.ErrInvalidDevice, ordinal, n)
+	}
+	return nil
+}
