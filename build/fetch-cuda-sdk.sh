@@ -11,7 +11,7 @@
 # Cache: $GPUINIT_SDK_CACHE/cuda (default ~/.cache/gpuinit/cuda). Needs root for
 # nothing, apt-get and dpkg-deb only.
 set -euo pipefail
-cache_root=${GPUINIT_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuinit}
+cache_root=${GPUINIT_SDK_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/gpuinit}
 sdk=$cache_root/cuda
 stamp=$sdk/.complete
 lib=usr/lib/x86_64-linux-gnu

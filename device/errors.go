@@ -35,6 +35,8 @@ type DriverError struct {
 	Sentinel error  // the sentinel this code means, or nil
 }
 
+// Error says which backend and call failed, with the raw code, its name, the
+// driver's description and the hint.
 func (e *DriverError) Error() string {
 	s := fmt.Sprintf("%s: %s failed: %s (%d)", e.Backend, e.Op, e.Name, e.Code)
 	if e.Message != "" && e.Message != e.Name {

@@ -22,6 +22,7 @@ type InitError struct {
 	NotRun []string // call sites ("file.go:line function") of queued functions that never ran
 }
 
+// Error says that initialization failed, why, and which queued calls never ran.
 func (e *InitError) Error() string {
 	return "lazy: initialization failed: " + e.Err.Error() + notRunText(e.NotRun)
 }
@@ -38,6 +39,8 @@ type DeferredError struct {
 	NotRun []string // call sites of the functions queued after it, which never ran
 }
 
+// Error names the call site that queued the failing function, the cause, and
+// the queued calls that never ran.
 func (e *DeferredError) Error() string {
 	return "lazy: call queued at " + e.Site + " failed lazily at initialization: " + e.Err.Error() + notRunText(e.NotRun)
 }
@@ -52,6 +55,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error gives the panic value; the stack is in Stack.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error, so that errors.Is and

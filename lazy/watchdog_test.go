@@ -42,7 +42,7 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 }
 
 func TestWatchdogWarnsOncePerSlowFunction(t *testing.T) {
-	const threshold = 20 * time.Millisecond
+	const threshold = 50 * time.Millisecond
 	slow := func(context.Context) error { time.Sleep(8 * threshold); return nil }
 	var buf syncBuffer
 	i := New(slow, WithWatchdog(threshold), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
