@@ -50,6 +50,11 @@ func (*Backend) DriverVersion() (v int, err error) {
 	return v, err
 }
 
+// RuntimeVersion reports the CUDA version this binary was built against (the
+// CUDA_VERSION of its headers, 11080 for 11.8): with DriverVersion it shows
+// whether the driver is new enough for it.
+func (*Backend) RuntimeVersion() (int, error) { return cu.CUDA_VERSION, nil }
+
 // Count calls cuDeviceGetCount.
 func (*Backend) Count() (n int, err error) {
 	err = call("cuDeviceGetCount", func() { n = cu.DeviceGetCount() })

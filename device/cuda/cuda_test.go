@@ -81,7 +81,10 @@ func TestDriverVersionBeforeInit(t *testing.T) {
 	v, err := (&Backend{}).DriverVersion()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, v, 11000, "CUDA 11 or later")
-	t.Logf("cuDriverGetVersion: %d", v)
+	rv, err := (&Backend{}).RuntimeVersion()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rv, 11000)
+	t.Logf("cuDriverGetVersion: %d, built against CUDA_VERSION %d", v, rv)
 }
 
 func TestNoDeviceIsReportedAndMemoized(t *testing.T) {
