@@ -72,13 +72,6 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	return d, nil
 }
 
-func (g *Generators) count() int {
-	n, err := g.rt.DeviceCount(context.Background()) // initialized by the caller
-	if err != nil {
-		return 0
-	}
-	return n
-}
 
 // mutate runs apply on ordinal's state now if the runtime is initialized, else
 // queues it; the call site recorded is the caller of the exported method.
@@ -98,21 +91,27 @@ func (g *Generators) mutate(ctx context.Context, ordinal int, apply func(*State)
 	})
 }
 
-// mutateAll is mutate for every device, with apply told which device.
-func (g *Generators) mutateAll(ctx context.Context, apply func(ordinal int, s *State) error) error {
-	return g.rt.LazyCallDepth(ctx, 2, func(context.Context) error {
-		n := g.count()
+// mutateAll is mutate for every device, with apply told which device. check
+// sees the device count first and can refuse the whole call, so that nothing is
+// half-applied.
+func (g *Generators) mutateAll(ctx context.Context, check func(devices int) error, apply func(ordinal int, s *State)) error {
+	return g.rt.LazyCallDepth(ctx, 2, func(ctx context.Context) error {
+		// Initialized by now; ctx marks this as part of the initialization.
+		n, err := g.rt.DeviceCount(ctx)
+		if err != nil {
+			return err
+		}
+		if err := check(n); err != nil {
+			return err
+		}
 		for ordinal := range n {
 			d, err := g.device(ordinal)
 			if err != nil {
 				return err
 			}
 			d.mu.Lock()
-			err = apply(ordinal, &d.state)
+			apply(ordinal, &d.state)
 			d.mu.Unlock()
-			if err != nil {
-				return err
-			}
 		}
 		return nil
 	})
@@ -128,7 +127,7 @@ func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) e
 
 // ManualSeedAll is ManualSeed on every device.
 func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
-	return g.mutateAll(ctx, func(_ int, s *State) error { *s = State{Seed: seed}; return nil })
+	return g.mutateAll(ctx, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 // Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
@@ -179,13 +178,12 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 		}
 	}
 	states = append([]State(nil), states...)
-	return g.mutateAll(ctx, func(ordinal int, s *State) error {
-		if ordinal == 0 && len(states) != g.count() {
-			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), g.count())
+	return g.mutateAll(ctx, func(devices int) error {
+		if len(states) != devices {
+			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), devices)
 		}
-		*s = states[ordinal]
 		return nil
-	})
+	}, func(ordinal int, s *State) { *s = states[ordinal] })
 }
 
 // InitialSeed initializes the runtime if needed and returns device ordinal's

@@ -228,3 +228,22 @@ func TestLazyEqualsEager(t *testing.T) {
 		require.Equal(t, eagerDrawn, lazyDrawn, "sequence %d", seed)
 	}
 }
+
+func TestSetStateAllWithWrongCountChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	g, rt := newGenerators(2)
+	require.NoError(t, g.ManualSeed(ctx, 1, 7))
+	require.NoError(t, g.SetStateAll(ctx, []rng.State{{Seed: 1}, {Seed: 2}, {Seed: 3}})) // queued: count unknown
+	err := rt.Init(ctx)
+	assert.ErrorIs(t, err, rng.ErrBadState)
+	assert.ErrorContains(t, err, "3 states for 2 devices")
+
+	g2, _ := newGenerators(2)
+	require.NoError(t, g2.ManualSeed(ctx, 1, 7))
+	states, err := g2.StateAll(ctx)
+	require.NoError(t, err)
+	assert.ErrorIs(t, g2.SetStateAll(ctx, []rng.State{{Seed: 1}}), rng.ErrBadState, "refused at once when initialized")
+	after, err := g2.StateAll(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, states, after, "a refused SetStateAll changes nothing")
+}
