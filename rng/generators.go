@@ -72,7 +72,6 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	return d, nil
 }
 
-
 // mutate runs apply on ordinal's state now if the runtime is initialized, else
 // queues it; the call site recorded is the caller of the exported method.
 func (g *Generators) mutate(ctx context.Context, ordinal int, apply func(*State)) error {
