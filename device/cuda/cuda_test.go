@@ -9,38 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/internal/devicetest"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
-	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// countingBackend counts calls into the real backend.
-type countingBackend struct {
-	*Backend
-	inits atomic.Int64
-}
-
-func (c *countingBackend) Init(ctx context.Context) error {
-	c.inits.Add(1)
-	return c.Backend.Init(ctx)
-}
-
-// hasDevice reports whether this machine has a CUDA GPU; tests that need one
-// skip with the reason otherwise. The no-device behaviour is asserted, not
-// skipped, by TestNoDeviceIsReportedAndMemoized.
-func hasDevice(t *testing.T) {
-	b := &Backend{}
-	if err := b.Init(context.Background()); errors.Is(err, device.ErrNoDevice) {
-		t.Skip("no CUDA device here:", err)
-	}
-}
 
 const envLazyProof = "GPUINIT_CUDA_TEST_LAZY_PROOF"
 
@@ -88,28 +66,12 @@ func TestDriverVersionBeforeInit(t *testing.T) {
 }
 
 func TestNoDeviceIsReportedAndMemoized(t *testing.T) {
-	b := &countingBackend{Backend: &Backend{}}
-	r := device.New(b)
-	ctx := context.Background()
-	require.NoError(t, r.LazyCall(ctx, func(context.Context) error { t.Error("queued call ran"); return nil }))
-	if err := b.Backend.Init(ctx); err == nil {
-		t.Skip("this machine has a CUDA device; the no-device path cannot be shown")
-	}
-	b.inits.Store(0)
-	for range 3 {
-		_, err := r.DeviceCount(ctx)
-		require.ErrorIs(t, err, device.ErrNoDevice)
-		var de *device.DriverError
-		require.ErrorAs(t, err, &de)
+	devicetest.CheckNoDeviceMemoized(t, &Backend{}, func(t *testing.T, de *device.DriverError) {
 		assert.Equal(t, 100, de.Code)
 		assert.Equal(t, "CUDA_ERROR_NO_DEVICE", de.Name)
 		assert.Equal(t, "no CUDA-capable device is detected", de.Message, "the driver's own description")
-		assert.Contains(t, err.Error(), "CUDA_VISIBLE_DEVICES")
-		var ie *lazy.InitError
-		require.ErrorAs(t, err, &ie)
-		assert.Len(t, ie.NotRun, 1, "the queued call is reported as never run")
-	}
-	assert.Equal(t, int64(1), b.inits.Load(), "the driver's init is called once")
+		assert.Contains(t, de.Error(), "CUDA_VISIBLE_DEVICES")
+	})
 }
 
 func TestGeneratorWithoutDeviceFailsWithMappedError(t *testing.T) {
@@ -123,7 +85,7 @@ func TestGeneratorWithoutDeviceFailsWithMappedError(t *testing.T) {
 }
 
 func TestDeviceQueries(t *testing.T) {
-	hasDevice(t)
+	devicetest.SkipWithoutDevice(t, &Backend{})
 	r := device.New(&Backend{})
 	devices, err := r.Devices(context.Background())
 	require.NoError(t, err)
@@ -136,7 +98,7 @@ func TestDeviceQueries(t *testing.T) {
 }
 
 func TestDeviceGeneratorMatchesPhilox(t *testing.T) {
-	hasDevice(t)
+	devicetest.SkipWithoutDevice(t, &Backend{})
 	g, err := (&Backend{}).NewGenerator(0)
 	require.NoError(t, err)
 	defer g.Close()

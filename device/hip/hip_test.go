@@ -4,32 +4,14 @@ package hip
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/lazy"
+	"github.com/gpuinit/gpuinit/internal/devicetest"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-type countingBackend struct {
-	*Backend
-	inits atomic.Int64
-}
-
-func (c *countingBackend) Init(ctx context.Context) error {
-	c.inits.Add(1)
-	return c.Backend.Init(ctx)
-}
-
-func hasDevice(t *testing.T) {
-	if err := (&Backend{}).Init(context.Background()); errors.Is(err, device.ErrNoDevice) {
-		t.Skip("no HIP device here:", err)
-	}
-}
 
 func TestVersionsBeforeInit(t *testing.T) {
 	b := &Backend{}
@@ -43,27 +25,11 @@ func TestVersionsBeforeInit(t *testing.T) {
 }
 
 func TestNoDeviceIsReportedAndMemoized(t *testing.T) {
-	b := &countingBackend{Backend: &Backend{}}
-	r := device.New(b)
-	ctx := context.Background()
-	require.NoError(t, r.LazyCall(ctx, func(context.Context) error { t.Error("queued call ran"); return nil }))
-	if err := b.Backend.Init(ctx); err == nil {
-		t.Skip("this machine has a HIP device; the no-device path cannot be shown")
-	}
-	b.inits.Store(0)
-	for range 3 {
-		_, err := r.DeviceCount(ctx)
-		require.ErrorIs(t, err, device.ErrNoDevice)
-		var de *device.DriverError
-		require.ErrorAs(t, err, &de)
-		assert.Contains(t, []int{100, 101}, de.Code)
+	devicetest.CheckNoDeviceMemoized(t, &Backend{}, func(t *testing.T, de *device.DriverError) {
+		assert.Contains(t, []int{100, 101}, de.Code, "ROCm 5.2 answers 101, later versions 100")
 		assert.Contains(t, []string{"hipErrorNoDevice", "hipErrorInvalidDevice"}, de.Name)
-		assert.Contains(t, err.Error(), "/dev/kfd")
-		var ie *lazy.InitError
-		require.ErrorAs(t, err, &ie)
-		assert.Len(t, ie.NotRun, 1)
-	}
-	assert.Equal(t, int64(1), b.inits.Load(), "hipInit is called once")
+		assert.Contains(t, de.Error(), "/dev/kfd")
+	})
 }
 
 func TestGeneratorCreatesButCannotGenerateWithoutDevice(t *testing.T) {
@@ -84,7 +50,7 @@ func TestGeneratorCreatesButCannotGenerateWithoutDevice(t *testing.T) {
 }
 
 func TestDeviceQueriesAndGenerator(t *testing.T) {
-	hasDevice(t)
+	devicetest.SkipWithoutDevice(t, &Backend{})
 	r := device.New(&Backend{})
 	devices, err := r.Devices(context.Background())
 	require.NoError(t, err)
