@@ -274,22 +274,24 @@ func (i *Initializer) run(parent context.Context) {
 	i.workerID.Store(currentGoroutineID())
 	ctx := context.WithValue(context.WithoutCancel(parent), markerKey{i}, true)
 	wd := newWatchdog(&i.options)
-	cur := &entry{fn: i.init, isInit: true}
-	settled := false
+	var cur *entry
+	var err error
+	// step runs e. If e calls runtime.Goexit, step never returns and err stays
+	// ErrGoexit for the deferred code, which settles every failure.
+	step := func(e *entry) bool {
+		cur, err = e, ErrGoexit
+		err = wd.run(ctx, e)
+		return err == nil
+	}
 	defer func() {
-		if !settled { // init or a queued function called runtime.Goexit
+		if err != nil {
 			wd.stop()
-			i.fail(cur, ErrGoexit)
+			i.fail(cur, err)
 		}
 	}()
 
-	if cur.fn != nil {
-		if err := wd.run(ctx, cur); err != nil {
-			settled = true
-			wd.stop()
-			i.fail(cur, err)
-			return
-		}
+	if i.init != nil && !step(&entry{fn: i.init, isInit: true}) {
+		return
 	}
 	i.phase.Store(phaseDrain)
 	for {
@@ -301,7 +303,6 @@ func (i *Initializer) run(parent context.Context) {
 			wd.stop()
 			i.lock()
 			if i.head == len(i.queue) {
-				settled = true
 				i.queue, i.head = nil, 0
 				i.state.Store(int32(Ready))
 				close(i.done)
@@ -310,14 +311,11 @@ func (i *Initializer) run(parent context.Context) {
 			}
 			wd.restart()
 		}
-		cur = i.queue[i.head]
+		next := i.queue[i.head]
 		i.queue[i.head] = nil
 		i.head++
 		i.unlock()
-		if err := wd.run(ctx, cur); err != nil {
-			settled = true
-			wd.stop()
-			i.fail(cur, err)
+		if !step(next) {
 			return
 		}
 	}

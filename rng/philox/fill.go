@@ -61,9 +61,7 @@ func fillRange(dst []uint32, seed, e uint64, layout counterLayout) {
 	k0, k1 := seedKey(seed)
 	i := 0
 	if w := int(e % 4); w != 0 { // finish the partial block e starts in
-		c0, c1, c2, c3 := layout(e / 4)
-		o0, o1, o2, o3 := block10(c0, c1, c2, c3, k0, k1)
-		out := [4]uint32{o0, o1, o2, o3}
+		out := blockAt(layout, e/4, k0, k1)
 		for ; w < 4 && i < len(dst); w++ {
 			dst[i] = out[w]
 			i++
@@ -77,9 +75,14 @@ func fillRange(dst []uint32, seed, e uint64, layout counterLayout) {
 		j++
 	}
 	if i < len(dst) {
-		c0, c1, c2, c3 := layout(j)
-		o0, o1, o2, o3 := block10(c0, c1, c2, c3, k0, k1)
-		out := [4]uint32{o0, o1, o2, o3}
+		out := blockAt(layout, j, k0, k1)
 		copy(dst[i:], out[:])
 	}
+}
+
+// blockAt is block j of the stream, for the partial blocks at either end.
+func blockAt(layout counterLayout, j uint64, k0, k1 uint32) [4]uint32 {
+	c0, c1, c2, c3 := layout(j)
+	o0, o1, o2, o3 := block10(c0, c1, c2, c3, k0, k1)
+	return [4]uint32{o0, o1, o2, o3}
 }
