@@ -2,6 +2,7 @@ package device_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -191,4 +192,32 @@ func panicMessage(fn func()) (msg any) {
 func lineOfNext() int {
 	_, _, line, _ := runtime.Caller(1)
 	return line + 1
+}
+
+func TestCodeTableNamesEveryCode(t *testing.T) {
+	table := &device.CodeTable{Backend: "x", Unnamed: "xResult", Codes: map[int]device.Code{
+		7: {Name: "X_NO_DEVICE", Sentinel: device.ErrNoDevice, Hint: "plug one in"},
+	}}
+	for _, tc := range []struct {
+		code       int
+		driverName string
+		wantName   string
+		wantIs     bool
+	}{
+		{7, "", "X_NO_DEVICE", true},                  // the table names it
+		{7, "xErrorNoDevice", "xErrorNoDevice", true}, // the driver's own name wins
+		{8, "", "xResult", false},                     // nobody names it
+	} {
+		e := table.Error("xInit", tc.code, tc.driverName, "msg")
+		assert.Equal(t, tc.wantName, e.Name)
+		assert.Equal(t, tc.wantIs, errors.Is(e, device.ErrNoDevice))
+		assert.Equal(t, "x", e.Backend)
+		assert.Equal(t, "xInit", e.Op)
+		assert.Equal(t, tc.code, e.Code)
+		if tc.wantIs {
+			assert.Equal(t, "x: xInit failed: "+tc.wantName+" (7): msg; plug one in", e.Error())
+		} else {
+			assert.Empty(t, e.Hint)
+		}
+	}
 }

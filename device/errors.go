@@ -52,3 +52,33 @@ func (e *DriverError) Error() string {
 func (e *DriverError) Is(target error) bool {
 	return e.Sentinel != nil && target == e.Sentinel
 }
+
+// Code is what a backend knows of one raw driver code beyond the driver's own
+// strings.
+type Code struct {
+	Name     string // used when the driver cannot name the code
+	Sentinel error  // the sentinel the code means, or nil
+	Hint     string // what to check or do next
+}
+
+// CodeTable maps one backend's raw codes (a CUresult, a hipError_t, a cuRAND
+// status) onto names, sentinels and hints, for building DriverErrors.
+type CodeTable struct {
+	Backend string       // "cuda", "hip"
+	Unnamed string       // the name of a code that neither the driver nor Codes names, e.g. "CUresult"
+	Codes   map[int]Code // the codes users meet
+}
+
+// Error builds the DriverError for op's raw code. name and message are the
+// driver's own strings where it gave them; the table fills in the rest.
+func (t *CodeTable) Error(op string, code int, name, message string) *DriverError {
+	info := t.Codes[code]
+	if name == "" {
+		name = info.Name
+	}
+	if name == "" {
+		name = t.Unnamed
+	}
+	return &DriverError{Backend: t.Backend, Op: op, Code: code, Name: name, Message: message,
+		Hint: info.Hint, Sentinel: info.Sentinel}
+}

@@ -24,7 +24,7 @@ func TestDriverCodesMapOntoSentinelsWithHints(t *testing.T) {
 		{34, device.ErrDriverNotFound, "CUDA_ERROR_STUB_LIBRARY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := driverError("cuInit", tc.code, "", "")
+			err := driverCodes.Error("cuInit", tc.code, "", "")
 			assert.Equal(t, tc.name, err.Name)
 			assert.NotEmpty(t, err.Hint)
 			assert.Contains(t, err.Error(), tc.name)
@@ -33,7 +33,7 @@ func TestDriverCodesMapOntoSentinelsWithHints(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, "CUresult", driverError("cuX", 12345, "", "").Name)
-	assert.Equal(t, "CURAND_STATUS_OUT_OF_RANGE", curandError("curandCreateGeneratorHost", 104).Name)
-	assert.ErrorIs(t, curandError("curandCreateGenerator", 203), device.ErrNoDevice)
+	assert.Equal(t, "CUresult", driverCodes.Error("cuX", 12345, "", "").Name)
+	assert.Equal(t, "CURAND_STATUS_OUT_OF_RANGE", curandCodes.Error("curandCreateGeneratorHost", 104, "", "").Name)
+	assert.ErrorIs(t, curandCodes.Error("curandCreateGenerator", 203, "", ""), device.ErrNoDevice)
 }

@@ -104,7 +104,7 @@ func resultError(op string, code int) error {
 	if s := C.gpuinit_cu_error_string(C.CUresult(code)); s != nil {
 		message = C.GoString(s)
 	}
-	return driverError(op, code, name, message)
+	return driverCodes.Error(op, code, name, message)
 }
 
 // check turns a CUresult from this package's own cgo into an error.

@@ -118,5 +118,5 @@ func curandCheck(op string, s C.curandStatus_t) error {
 	if s == C.CURAND_STATUS_SUCCESS {
 		return nil
 	}
-	return curandError(op, int(s))
+	return curandCodes.Error(op, int(s), "", "")
 }

@@ -27,5 +27,5 @@ func TestDriverCodesMapOntoSentinelsWithHints(t *testing.T) {
 		}
 	}
 	assert.Contains(t, driverError("hipInit", 100, "", "").Error(), "--device=/dev/kfd")
-	assert.Equal(t, "HIPRAND_STATUS_LAUNCH_FAILURE", hiprandError("hiprandGenerate", 201).Name)
+	assert.Equal(t, "HIPRAND_STATUS_LAUNCH_FAILURE", hiprandCodes.Error("hiprandGenerate", 201, "", "").Name)
 }

@@ -79,5 +79,5 @@ func randCheck(op string, s C.hiprandStatus_t) error {
 	if s == C.HIPRAND_STATUS_SUCCESS {
 		return nil
 	}
-	return hiprandError(op, int(s))
+	return hiprandCodes.Error(op, int(s), "", "")
 }

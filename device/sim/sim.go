@@ -179,12 +179,12 @@ func (b *Backend) Init(ctx context.Context) error {
 		<-b.hang
 	case NoFailure:
 		if b.devices == 0 {
-			return driverError(NoDevice)
+			return driverError("cuInit", NoDevice)
 		}
 		b.initialized.Store(true)
 		return nil
 	}
-	return driverError(b.failure)
+	return driverError("cuInit", b.failure)
 }
 
 // DriverVersion reports 12020, before Init too, as libcuda does; with the
@@ -192,7 +192,7 @@ func (b *Backend) Init(ctx context.Context) error {
 func (b *Backend) DriverVersion() (int, error) {
 	b.calls.driverVersion.Add(1)
 	if b.failure == NoDriver {
-		return 0, driverError(NoDriver)
+		return 0, driverError("cuDriverGetVersion", NoDriver)
 	}
 	return DriverVersion, nil
 }
@@ -245,14 +245,14 @@ func notInitialized(op string) error {
 		Message: "initialization error", Hint: "call Init first"}
 }
 
-func driverError(f Failure) error {
-	e := &device.DriverError{Backend: "sim", Op: "cuInit"}
+func driverError(op string, f Failure) error {
+	e := &device.DriverError{Backend: "sim", Op: op}
 	switch f {
 	case NoDevice:
 		e.Code, e.Name, e.Message, e.Sentinel = 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", device.ErrNoDevice
 		e.Hint = "check CUDA_VISIBLE_DEVICES and nvidia-smi; in a container, run with --gpus all"
 	case NoDriver:
-		e.Op, e.Code, e.Name, e.Message, e.Sentinel = "cuDriverGetVersion", 35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "the driver library could not be loaded", device.ErrDriverNotFound
+		e.Code, e.Name, e.Message, e.Sentinel = 35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "the driver library could not be loaded", device.ErrDriverNotFound
 		e.Hint = "install the NVIDIA driver (libcuda.so.1) or mount it into the container"
 	case DriverMismatch:
 		e.Code, e.Name, e.Message, e.Sentinel = 803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", device.ErrDriverMismatch

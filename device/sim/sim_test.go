@@ -56,6 +56,7 @@ func TestFailuresMapOntoSentinels(t *testing.T) {
 			var de *device.DriverError
 			require.ErrorAs(t, err, &de)
 			assert.Equal(t, tc.code, de.Code)
+			assert.Equal(t, "cuInit", de.Op, "the failing call is named as the one that failed")
 			assert.NotEmpty(t, de.Hint)
 			if tc.want != nil {
 				assert.ErrorIs(t, err, tc.want)
