@@ -221,3 +221,21 @@ func TestCodeTableNamesEveryCode(t *testing.T) {
 		}
 	}
 }
+
+func TestFailedOpenCachesNothing(t *testing.T) {
+	var opens atomic.Int64
+	device.Register("flaky", func() (device.Backend, error) {
+		if opens.Add(1) == 1 {
+			return nil, errors.New("bad configuration")
+		}
+		return &countingBackend{}, nil
+	})
+	_, err := device.Open("flaky")
+	assert.ErrorContains(t, err, "opening backend flaky: bad configuration")
+	r, err := device.Open("flaky")
+	require.NoError(t, err, "a later Open tries again")
+	again, err := device.Open("flaky")
+	require.NoError(t, err)
+	assert.Same(t, r, again)
+	assert.Equal(t, int64(2), opens.Load(), "the opener runs until it succeeds, then never again")
+}

@@ -247,3 +247,49 @@ func TestSetStateAllWithWrongCountChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, states, after, "a refused SetStateAll changes nothing")
 }
+
+func TestSeedsApplyToTheirDevices(t *testing.T) {
+	ctx := context.Background()
+	g, rt := newGenerators(3)
+	require.NoError(t, g.SetState(ctx, 2, rng.State{Seed: 5, Offset: 8}))
+	require.NoError(t, g.ManualSeedAll(ctx, 11)) // queued after SetState: wins on every device
+	seed1, err := g.Seed(ctx, 1)
+	require.NoError(t, err)
+	assert.False(t, rt.IsInitialized(), "seeding queues")
+	states, err := g.StateAll(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rng.State{{Seed: 11}, {Seed: seed1}, {Seed: 11}}, states)
+
+	all, err := g.SeedAll(ctx) // initialized: applied at once
+	require.NoError(t, err)
+	again, err := g.SeedAll(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, all, again, "non-deterministic seeds (equal with probability 2^-64)")
+	states, err = g.StateAll(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rng.State{{Seed: again}, {Seed: again}, {Seed: again}}, states)
+	for i := range 3 {
+		seed, err := g.InitialSeed(ctx, i)
+		require.NoError(t, err)
+		assert.Equal(t, again, seed)
+	}
+}
+
+// noGenerators is a backend without device generators.
+type noGenerators struct{ *sim.Backend }
+
+func (noGenerators) NewGenerator() {} // not device.GeneratorBackend's signature
+
+func TestGenerateWithoutDeviceGeneratorsIsNotSupported(t *testing.T) {
+	ctx := context.Background()
+	rt := device.New(noGenerators{sim.New()})
+	_, ok := rt.Backend().(device.GeneratorBackend)
+	require.False(t, ok)
+	g := rng.New(rt)
+	require.NoError(t, g.ManualSeed(ctx, 0, 1))
+	err := g.Generate(ctx, 0, make([]uint32, 4))
+	assert.ErrorIs(t, err, device.ErrNotSupported)
+	s, err := g.State(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, rng.State{Seed: 1}, s, "a failed Generate leaves the offset alone")
+}
