@@ -89,7 +89,7 @@ type Initializer struct {
 	head    int
 	done    chan struct{} // made by the first Init; closed when Ready or Failed
 	err     error         // the memoized failure; set before state becomes Failed
-	refusal error         // err wrapped for Call; set with err
+	refusal error         // err wrapped for Call, made once so that refusing costs nothing; set with err
 }
 
 // New returns an Initializer that will run init on the first call of Init.
@@ -217,7 +217,7 @@ func (i *Initializer) callSlow(ctx context.Context, depth int, fn Func) error {
 	}
 	switch State(i.state.Load()) {
 	case Failed:
-		return i.refused()
+		return i.refusal
 	case Initializing:
 		if i.reentrant(ctx) {
 			return fn(ctx)
@@ -237,16 +237,12 @@ func (i *Initializer) callSlow(ctx context.Context, depth int, fn Func) error {
 		return fn(ctx)
 	case Failed:
 		i.unlock()
-		return i.refused()
+		return i.refusal
 	}
 	i.queue = append(i.queue, e)
 	i.unlock()
 	return nil
 }
-
-// refused is Call's error after a failure: one value made at the failure, so that
-// refusing costs no allocation and no formatting.
-func (i *Initializer) refused() error { return i.refusal }
 
 // refusal wraps the memoized failure for Call.
 type refusal struct{ err error }
