@@ -9,19 +9,32 @@
 // later Init and Call returns the memoized error, which names the call site that
 // queued the failing work and lists the queued work that never ran.
 //
-// Re-entry never deadlocks. The init function and queued functions may call Init
-// and Call on the same Initializer, from their own goroutine or from goroutines
-// they start with the context they were given: such a Call runs at once, such an
-// Init returns nil (or ErrReentrantInit from inside init itself). Go has no
-// goroutine-local storage, so the context carries a marker; a call with a foreign
-// context (context.Background()) is still recognized when it comes from the
-// goroutine that runs the initialization.
+// Re-entry does not deadlock. The init function and queued functions may call
+// Init and Call on the same Initializer, from their own goroutine or from
+// goroutines they start with the context they were given: such a Call runs at
+// once, such an Init returns nil (or ErrReentrantInit from inside init itself).
+// Go has no goroutine-local storage, so the context carries a marker; a call
+// with a foreign context (context.Background()) is still recognized when it
+// comes from the goroutine that runs the initialization.
+//
+// The limit, stated plainly: a callback that starts a goroutine with a foreign
+// context (context.Background(), or a request's) and then waits for that
+// goroutine's Init deadlocks, as a re-entrant sync.Once.Do does: nothing marks
+// the goroutine as part of the initialization. Such a goroutine's Call never
+// blocks (it is queued behind the callback), but a callback that waits for a
+// queued Call to run waits for itself. The rule that avoids it: pass on the ctx
+// the callback was given. The watchdog reports such a hang with every
+// goroutine's stack. Also, a re-entrant Init from a queued function returns nil
+// because init has succeeded by then; a queued function after it can still fail
+// the initialization, and the outer Init then returns that failure.
+//
+// No code of the caller's runs while the Initializer holds its mutex: not init,
+// not queued or immediate functions, and not the caller's Context methods.
 package lazy
 
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,20 +89,25 @@ const DefaultWatchdog = 30 * time.Second
 // All methods are safe for concurrent use and for re-entrant use from inside
 // init and queued functions.
 type Initializer struct {
-	state    atomic.Int32  // a State; written under mu, read without it
+	// Read without mu on the fast paths; state is written only under mu.
+	state    atomic.Int32  // a State
 	phase    atomic.Int32  // phaseInit or phaseDrain while Initializing
 	workerID atomic.Uint64 // goroutine id of the goroutine that runs init and the queue
 	holder   atomic.Uint64 // goroutine id holding mu; tracked only in tests
 
+	// Set by New, read-only after.
 	init    Func
 	options options
 
-	mu      sync.Mutex
-	queue   []*entry // functions waiting for init; queue[head:] have not started
-	head    int
-	done    chan struct{} // made by the first Init; closed when Ready or Failed
-	err     error         // the memoized failure; set before state becomes Failed
-	refusal error         // err wrapped for Call, made once so that refusing costs nothing; set with err
+	mu    sync.Mutex // protects following fields
+	queue []*entry   // functions waiting for init; queue[head:] have not started
+	head  int
+	done  chan struct{} // made by the first Init; closed when Ready or Failed
+
+	// Written under mu before state becomes Failed, read-only after; readers
+	// that saw Failed read them without mu.
+	err     error // the memoized failure
+	refusal error // err wrapped for Call, made once so that refusing allocates nothing
 }
 
 // New returns an Initializer that will run init on the first call of Init.
@@ -122,7 +140,14 @@ func (i *Initializer) State() State { return State(i.state.Load()) }
 // Called from inside init (through its context or on its goroutine) Init returns
 // ErrReentrantInit; called from a queued function it returns nil, since init has
 // succeeded by then. Either way it does not wait, so it cannot deadlock.
+//
+// ctx's methods are called before the mutex is taken, never under it, so a
+// Context whose Err or Value re-enters the Initializer is safe. Init panics on a
+// nil ctx, before it takes anything.
 func (i *Initializer) Init(ctx context.Context) error {
+	if ctx == nil {
+		panic("lazy: Init called with a nil Context; use context.Background() or context.TODO()")
+	}
 	switch State(i.state.Load()) {
 	case Ready:
 		return nil
@@ -136,11 +161,12 @@ func (i *Initializer) Init(ctx context.Context) error {
 			return nil
 		}
 	}
+	ctxErr := contextErr(ctx)
 	i.lock()
 	if State(i.state.Load()) == Uninitialized {
-		if err := ctx.Err(); err != nil {
+		if ctxErr != nil {
 			i.unlock()
-			return fmt.Errorf("lazy: initialization not started: %w", err)
+			return fmt.Errorf("lazy: initialization not started: %w", ctxErr)
 		}
 		i.done = make(chan struct{})
 		i.phase.Store(phaseInit)
@@ -175,13 +201,16 @@ func (i *Initializer) Init(ctx context.Context) error {
 // goroutine that runs them), Call runs fn at once, as it would have run had the
 // initialization been eager. After a failure Call runs nothing and returns an
 // error wrapping the memoized one.
+//
+// Call panics on a nil fn, whatever the state, with the same message.
 func (i *Initializer) Call(ctx context.Context, fn Func) error {
-	// Call must be inlined for the ready path to cost no more than a load and
-	// fn's own call, and an inlined function may make only one call. So both
-	// paths share the call below; off the ready path it goes to slowCall, with
-	// fn carried in a small wrapper context.
-	if State(i.state.Load()) != Ready {
-		ctx, fn = &pendingCall{ctx, i, fn, 0}, slowCall
+	// Call must be inlined for the ready path to cost no more than a load, a
+	// nil check and fn's own call, and an inlined function may make only one
+	// call. So every path shares the call below; off the ready path (and for a
+	// nil fn, so that it panics as clearly as before init) it goes to
+	// callPending, with the arguments carried in a small wrapper context.
+	if State(i.state.Load()) != Ready || fn == nil {
+		ctx, fn = &pendingCall{ctx, i, fn, 0}, callPending
 	}
 	return fn(ctx)
 }
@@ -190,79 +219,11 @@ func (i *Initializer) Call(ctx context.Context, fn Func) error {
 // frames above the caller of CallDepth, as in log.Output. CallDepth(ctx, 0, fn)
 // is Call(ctx, fn).
 func (i *Initializer) CallDepth(ctx context.Context, depth int, fn Func) error {
-	if State(i.state.Load()) != Ready {
-		ctx, fn = &pendingCall{ctx, i, fn, depth}, slowCall
+	if State(i.state.Load()) != Ready || fn == nil {
+		ctx, fn = &pendingCall{ctx, i, fn, depth}, callPending
 	}
 	return fn(ctx)
 }
-
-// pendingCall carries Call's arguments to slowCall. It is never passed on to
-// user code: slowCall unwraps it first.
-type pendingCall struct {
-	context.Context
-	i     *Initializer
-	fn    Func
-	depth int
-}
-
-func slowCall(ctx context.Context) error {
-	p := ctx.(*pendingCall)
-	// Skip runtime.Callers, callSlow, slowCall and Call.
-	return p.i.callSlow(p.Context, p.depth+4, p.fn)
-}
-
-func (i *Initializer) callSlow(ctx context.Context, depth int, fn Func) error {
-	if fn == nil {
-		panic("lazy: Call with nil Func")
-	}
-	switch State(i.state.Load()) {
-	case Failed:
-		return i.refusal
-	case Initializing:
-		if i.reentrant(ctx) {
-			return fn(ctx)
-		}
-	}
-	e := &entry{fn: fn}
-	runtime.Callers(depth, e.pc[:])
-	if testHookBeforeLock != nil {
-		testHookBeforeLock()
-	}
-	i.lock()
-	switch State(i.state.Load()) {
-	case Ready:
-		// Initialization finished between the unlocked check and this one:
-		// run now, outside the lock (PyTorch's run_now).
-		i.unlock()
-		return fn(ctx)
-	case Failed:
-		i.unlock()
-		return i.refusal
-	}
-	i.queue = append(i.queue, e)
-	i.unlock()
-	return nil
-}
-
-// refusal wraps the memoized failure for Call.
-type refusal struct{ err error }
-
-func (r *refusal) Error() string { return "lazy: call not run: " + r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
-
-// reentrant reports whether a call comes from the initialization itself: through
-// a context that carries this Initializer's marker, or from the goroutine that
-// runs init and the queue. Only meaningful while Initializing; it costs about a
-// microsecond when the context carries no marker.
-func (i *Initializer) reentrant(ctx context.Context) bool {
-	if ctx != nil && ctx.Value(markerKey{i}) != nil {
-		return true
-	}
-	return i.workerID.Load() == currentGoroutineID()
-}
-
-// markerKey marks a context as belonging to one Initializer's initialization.
-type markerKey struct{ i *Initializer }
 
 // run is the initialization goroutine: init, then the queue in order, then the
 // final state. Nothing of the user's runs while mu is held.
@@ -285,6 +246,9 @@ func (i *Initializer) run(parent context.Context) {
 			i.fail(cur, err)
 		}
 	}()
+	// The watchdog never delays the result: stop does not wait for a warning
+	// being written (a slow or blocked slog.Handler is the handler's problem,
+	// not the initialization's).
 
 	if i.init != nil && !step(&entry{fn: i.init, isInit: true}) {
 		return
@@ -294,8 +258,8 @@ func (i *Initializer) run(parent context.Context) {
 		i.lock()
 		if i.head == len(i.queue) {
 			i.unlock()
-			// Stop the watchdog before anyone can see Ready, so that no
-			// goroutine of ours outlives a successful Init.
+			// Stop the watchdog's timer before anyone can see Ready, so that it
+			// cannot warn about a finished initialization.
 			wd.stop()
 			i.lock()
 			if i.head == len(i.queue) {
@@ -331,7 +295,7 @@ func (i *Initializer) fail(cur *entry, err error) {
 	} else {
 		i.err = &DeferredError{Site: cur.site(), Err: err, NotRun: notRun}
 	}
-	i.refusal = &refusal{i.err}
+	i.refusal = &notRunError{i.err}
 	i.queue, i.head = nil, 0
 	i.state.Store(int32(Failed))
 	close(i.done)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,20 +27,12 @@ var errBoom = errors.New("boom")
 // the test puts the Call whose site it expects.
 func callSite() string {
 	pc, file, line, _ := runtime.Caller(1)
-	return fmt.Sprintf("%s:%d %s", baseName(file), line+1, runtime.FuncForPC(pc).Name())
-}
-
-func baseName(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[i+1:]
-		}
-	}
-	return path
+	return fmt.Sprintf("%s:%d %s", filepath.Base(file), line+1, runtime.FuncForPC(pc).Name())
 }
 
 // assertNotUnderOwnLock fails if the running goroutine holds i's mutex.
 func assertNotUnderOwnLock(t testing.TB, i *Initializer) {
+	t.Helper()
 	if h := i.holder.Load(); h != 0 && h == currentGoroutineID() {
 		t.Errorf("user code runs while its goroutine holds the Initializer's mutex")
 	}
@@ -309,4 +302,31 @@ func TestStateString(t *testing.T) {
 	} {
 		assert.Equal(t, want, s.String())
 	}
+}
+
+func TestCallWithNilFuncPanicsTheSameBeforeAndAfterInit(t *testing.T) {
+	const want = "lazy: Call with nil Func"
+	i := New(nil)
+	ctx := context.Background()
+	assert.PanicsWithValue(t, want, func() { _ = i.Call(ctx, nil) }, "before init")
+	require.NoError(t, i.Init(ctx))
+	assert.PanicsWithValue(t, want, func() { _ = i.Call(ctx, nil) }, "on the ready path")
+	assert.PanicsWithValue(t, want, func() { _ = i.CallDepth(ctx, 1, nil) }, "CallDepth on the ready path")
+}
+
+func TestCallFromAGoStatementRecordsTheGoStatement(t *testing.T) {
+	i := New(func(context.Context) error { return errBoom })
+	ctx := context.Background()
+	_, file, line, _ := runtime.Caller(0)
+	go i.Call(ctx, noop) //nolint:errcheck // the go statement under test
+	require.Eventually(t, func() bool {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		return len(i.queue) == 1
+	}, 5*time.Second, time.Millisecond)
+	var ie *InitError
+	require.ErrorAs(t, i.Init(ctx), &ie)
+	require.Len(t, ie.NotRun, 1)
+	want := fmt.Sprintf("%s:%d go statement in %s", filepath.Base(file), line+1, "github.com/gpuinit/gpuinit/lazy.TestCallFromAGoStatementRecordsTheGoStatement")
+	assert.Equal(t, want, ie.NotRun[0], "not runtime.goexit")
 }

@@ -27,7 +27,10 @@ func WithWatchdog(threshold time.Duration) Option {
 }
 
 // WithLogger sets the logger for the watchdog's warnings. The default is
-// slog.Default() at the time of the warning.
+// slog.Default() at the time of the warning. Warnings are written on the
+// watchdog's own goroutine with no lock held, and nothing waits for them, so a
+// slow or blocked handler never delays Init; a handler that panics is recovered
+// and reported once, through slog.Default or else on stderr.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }

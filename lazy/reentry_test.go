@@ -190,6 +190,9 @@ func runChildScenarioIfAsked() {
 	}
 	discipline := os.Getenv(envDiscipline)
 	sc, ok := reentryScenarios()[name]
+	if door, isDoor := doorScenarios()[name]; isDoor {
+		sc, ok = func(func(Func) initCaller) error { return door() }, true
+	}
 	if !ok {
 		fmt.Fprintln(os.Stderr, "unknown scenario", name)
 		os.Exit(2)
@@ -203,6 +206,7 @@ func runChildScenarioIfAsked() {
 }
 
 func runScenario(t *testing.T, name, discipline string, timeout time.Duration) hangcheck.Result {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envScenario+"="+name, envDiscipline+"="+discipline)
 	r, err := hangcheck.Run(context.Background(), cmd, timeout)
@@ -224,7 +228,12 @@ func scenarioNames() []string {
 // runAll runs every scenario's child at once: they mostly sleep or hang, so
 // running them side by side keeps the test short on two cores.
 func runAll(t *testing.T, discipline string, timeout time.Duration) map[string]hangcheck.Result {
-	names := scenarioNames()
+	t.Helper()
+	return runEach(t, scenarioNames(), discipline, timeout)
+}
+
+func runEach(t *testing.T, names []string, discipline string, timeout time.Duration) map[string]hangcheck.Result {
+	t.Helper()
 	results := make([]hangcheck.Result, len(names))
 	var wg sync.WaitGroup
 	for k, name := range names {
@@ -253,7 +262,7 @@ func TestHarnessCatchesPreFixHang(t *testing.T) {
 	for name, r := range runAll(t, "legacy", 3*time.Second) {
 		t.Run(name, func(t *testing.T) {
 			require.Equal(t, hangcheck.Hang, r.Verdict, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
-			stuck := hangcheck.Frames(r.Stderr, 12, "internal/legacy")
+			stuck := hangcheck.Goroutines(r.Stderr, 12, "internal/legacy")
 			assert.Contains(t, stuck, "sync.(*Mutex).Lock")
 			assert.True(t, strings.Contains(stuck, "legacy.(*Initializer).Call") ||
 				strings.Contains(stuck, "legacy.(*Initializer).Init"), stuck)

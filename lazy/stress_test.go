@@ -19,7 +19,13 @@ import (
 // checks that every queued or immediate function ran at most once (exactly once
 // unless the initialization failed), that each goroutine's functions ran in the
 // order it made its calls, and that none ran under its goroutine's lock.
-func stressRun(t *testing.T, seed uint64, goroutines, ops int, failure string) {
+//
+// With hostile set, each goroutine's own Init and Call go through a
+// hostileContext whose Err and Value re-enter the Initializer (queueing
+// functions that must run exactly once too), and whose Done closes at a random
+// moment. Nothing may hang.
+func stressRun(t *testing.T, seed uint64, goroutines, ops int, failure string, hostile bool) {
+	t.Helper()
 	var i *Initializer
 	var ran sync.Map // id -> *atomic.Int32
 	var lastRun [64]atomic.Int64
@@ -57,11 +63,28 @@ func stressRun(t *testing.T, seed uint64, goroutines, ops int, failure string) {
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		lastRun[g].Store(-1)
+		lastRun[goroutines+g].Store(-1)
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(g)))
-			ctx := context.Background()
+			var ctx context.Context = context.Background()
+			cancelAt, cancel := int64(-1), context.CancelFunc(func() {})
+			if hostile {
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				cancelAt = r.Int64N(int64(ops))
+				var reentries atomic.Int64
+				ctx = &hostileContext{Context: ctx, reenter: func() {
+					if n := reentries.Add(1); n%7 == 0 {
+						_ = i.Call(context.Background(), fnFor(goroutines+g, n, nil))
+					}
+					_ = i.State()
+				}}
+			}
 			initAt := r.Int64N(int64(ops)) // each goroutine calls Init once, somewhere
 			for seq := range int64(ops) {
+				if seq == cancelAt {
+					cancel()
+				}
 				if seq == initAt {
 					_ = i.Init(ctx)
 				}
@@ -143,16 +166,35 @@ func stressRun(t *testing.T, seed uint64, goroutines, ops int, failure string) {
 	}
 }
 
+// hostileContext is a Context whose Err and Value call reenter first: a
+// request context that logs, or checks GPU state, through the Initializer.
+type hostileContext struct {
+	context.Context
+	reenter func()
+}
+
+func (h *hostileContext) Err() error {
+	h.reenter()
+	return h.Context.Err()
+}
+
+func (h *hostileContext) Value(key any) any {
+	h.reenter()
+	return h.Context.Value(key)
+}
+
 func TestStress(t *testing.T) {
 	before := runtime.NumGoroutine()
-	for _, failure := range []string{"", "init", "callback", "panic"} {
-		t.Run(fmt.Sprintf("failure=%q", failure), func(t *testing.T) {
-			ops := 10_000
-			if testing.Short() {
-				ops = 1_000
-			}
-			stressRun(t, 1, 8, ops, failure)
-		})
+	for _, hostile := range []bool{false, true} {
+		for _, failure := range []string{"", "init", "callback", "panic"} {
+			t.Run(fmt.Sprintf("hostile=%v/failure=%q", hostile, failure), func(t *testing.T) {
+				ops := 10_000
+				if testing.Short() {
+					ops = 1_000
+				}
+				stressRun(t, 1, 8, ops, failure, hostile)
+			})
+		}
 	}
 	// Every goroutine the Initializers started has ended.
 	deadline := time.Now().Add(5 * time.Second)

@@ -2,6 +2,9 @@ package lazy
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -13,16 +16,20 @@ import (
 // once per function that outlasts the threshold. One timer serves the whole
 // initialization, so that watching a function costs a clock read and an atomic
 // store rather than a timer of its own.
+//
+// It only reports. A warning is written on the timer's goroutine, never on the
+// initialization's, and nothing waits for it: a slow or blocked slog.Handler
+// delays no Init, and a panicking one is recovered and reported once.
 type watchdog struct {
 	threshold time.Duration
 	opts      *options
 	cur       atomic.Pointer[entry] // the function running now; nil between functions
+	logPanic  sync.Once             // reports the first panic of the logger
 
-	mu       sync.Mutex
-	timer    *time.Timer
-	stopped  bool
-	logged   *entry
-	inflight sync.WaitGroup // warnings being written; stop waits for them
+	mu      sync.Mutex // protects following fields
+	timer   *time.Timer
+	stopped bool
+	logged  *entry // the last function warned about
 }
 
 func newWatchdog(o *options) *watchdog {
@@ -70,26 +77,50 @@ func (w *watchdog) check() {
 		}
 	}
 	w.timer.Reset(next)
-	if slow != nil {
-		w.inflight.Add(1)
-	}
 	w.mu.Unlock()
 	if slow != nil {
-		defer w.inflight.Done()
-		phase := "queued call"
-		if slow.isInit {
-			phase = "init"
-		}
-		w.opts.log().Warn("lazy: initialization is taking long; a deadlock or a hung driver call?",
-			"phase", phase,
-			"site", slow.site(),
-			"elapsed", elapsed,
-			"threshold", w.threshold,
-			"goroutines", string(allStacks()))
+		w.warn(slow, elapsed)
 	}
 }
 
-// stop stops the timer and waits for a warning being written.
+// warn writes the warning through the configured logger, which is the
+// caller's code: it runs with no lock held, and its panic is recovered.
+func (w *watchdog) warn(slow *entry, elapsed time.Duration) {
+	logger := w.opts.log()
+	defer func() {
+		if v := recover(); v != nil {
+			w.logPanic.Do(func() { reportLoggerPanic(logger, v) })
+		}
+	}()
+	phase := "queued call"
+	if slow.isInit {
+		phase = "init"
+	}
+	logger.Warn("lazy: initialization is taking long; a deadlock or a hung driver call?",
+		"phase", phase,
+		"site", slow.site(),
+		"elapsed", elapsed,
+		"threshold", w.threshold,
+		"goroutines", string(allStacks()))
+}
+
+// reportLoggerPanic says once that the watchdog's logger panicked: through
+// slog.Default, unless that is the logger that failed, else on stderr.
+func reportLoggerPanic(failed *slog.Logger, v any) {
+	msg := fmt.Sprintf("lazy: the watchdog's logger panicked while warning about a slow initialization; further panics of this logger are not reported: %v", v)
+	if def := slog.Default(); def != failed {
+		defer func() {
+			if recover() != nil {
+				fmt.Fprintln(os.Stderr, msg)
+			}
+		}()
+		def.Error(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, msg)
+}
+
+// stop stops the timer. A warning being written goes on, and is not waited for.
 func (w *watchdog) stop() {
 	if w.timer == nil {
 		return
@@ -98,7 +129,6 @@ func (w *watchdog) stop() {
 	w.stopped = true
 	w.timer.Stop()
 	w.mu.Unlock()
-	w.inflight.Wait()
 }
 
 // restart undoes stop, for functions queued after the queue looked empty.

@@ -66,11 +66,79 @@ func TestWatchdogWarnsOncePerSlowFunction(t *testing.T) {
 }
 
 func TestWatchdogZeroDisables(t *testing.T) {
-	var buf syncBuffer
-	i := New(func(context.Context) error { time.Sleep(30 * time.Millisecond); return nil },
-		WithWatchdog(0), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	for _, tc := range []struct {
+		name     string
+		opts     []Option
+		warnings int
+	}{
+		{"a short threshold warns", []Option{WithWatchdog(5 * time.Millisecond)}, 1},
+		{"zero after it disables", []Option{WithWatchdog(5 * time.Millisecond), WithWatchdog(0)}, 0},
+		{"negative disables", []Option{WithWatchdog(-time.Second)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf syncBuffer
+			opts := append(tc.opts, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+			i := New(func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }, opts...)
+			require.NoError(t, i.Init(context.Background()))
+			assert.Len(t, buf.records(t), tc.warnings)
+		})
+	}
+}
+
+// panickingHandler is a slog.Handler whose Handle panics.
+type panickingHandler struct{ slog.Handler }
+
+func (panickingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (panickingHandler) Handle(context.Context, slog.Record) error {
+	panic("handler exploded")
+}
+
+// blockingHandler is a slog.Handler whose Handle waits until release closes.
+type blockingHandler struct {
+	slog.Handler
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h blockingHandler) Handle(context.Context, slog.Record) error {
+	close(h.entered)
+	<-h.release
+	return nil
+}
+
+func TestWatchdogLoggerThatPanicsIsRecoveredAndReportedOnce(t *testing.T) {
+	var reports syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&reports, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	slow := func(context.Context) error { time.Sleep(40 * time.Millisecond); return nil }
+	i := New(slow, WithWatchdog(10*time.Millisecond), WithLogger(slog.New(panickingHandler{})))
+	ctx := context.Background()
+	require.NoError(t, i.Call(ctx, slow)) // a second slow function: a second panic
+	require.NoError(t, i.Init(ctx), "the process survives and Init succeeds")
+	recs := reports.records(t)
+	require.Len(t, recs, 1, "reported once")
+	assert.Equal(t, "ERROR", recs[0]["level"])
+	assert.Contains(t, recs[0]["msg"], "handler exploded")
+}
+
+func TestWatchdogNeverMakesInitWaitForALogWrite(t *testing.T) {
+	h := blockingHandler{entered: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(h.release) }) // the blocked write ends with the test
+	const work = 80 * time.Millisecond
+	i := New(func(context.Context) error { time.Sleep(work); return nil },
+		WithWatchdog(10*time.Millisecond), WithLogger(slog.New(h)))
+	start := time.Now()
 	require.NoError(t, i.Init(context.Background()))
-	assert.Empty(t, buf.records(t))
+	took := time.Since(start)
+	select {
+	case <-h.entered:
+	default:
+		t.Fatal("the watchdog never wrote its warning, so the test shows nothing")
+	}
+	assert.Less(t, took, work+time.Second, "Init returned while the handler was still blocked")
 }
 
 func TestWatchdogDefaultThreshold(t *testing.T) {

@@ -119,7 +119,7 @@ func runScenarios(ctx context.Context, cfg config, backend string, selected []sc
 				if r.Verdict != hangcheck.Hang {
 					res.Error = "deadlock: the Go runtime found every goroutine blocked; goroutines of gpuinit below"
 				}
-				res.Dump = hangcheck.Frames(r.Stderr, 10, "gpuinit/")
+				res.Dump = hangcheck.Goroutines(r.Stderr, 10, "gpuinit/")
 			case r.Verdict == hangcheck.Error:
 				res.Verdict, res.Error = string(hangcheck.Error), trimError(r.Stderr)
 			default:

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -42,12 +43,23 @@ const Grace = 5 * time.Second
 // Run starts cmd, which must not have been started and whose Stdout and Stderr
 // must be unset, and waits for it to exit or for timeout to pass. On timeout it
 // sends SIGQUIT, waits up to Grace, then kills the child; the verdict is Hang
-// whatever the child did after SIGQUIT. Run returns an error only if the child
-// could not be started; if ctx ends first, the child is killed and Run returns
-// ctx's error. Run always waits for the child, so no process or goroutine is left.
+// whatever the child did after SIGQUIT.
+//
+// Run returns an error if the child could not be started, if ctx ends first
+// (the child is then killed and the error is ctx's), or if waiting for the
+// child failed other than by its exit status. It always waits for the child, so
+// no process or goroutine is left. On Linux the child also dies with the
+// parent: it gets SIGKILL if the parent dies, even by SIGKILL (Pdeathsig), so a
+// hung child is never left behind.
 func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Pdeathsig fires when the thread that started the child exits, not the
+	// process (golang/go#27505): keep this goroutine on its thread until the
+	// child has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dieWithParent(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("hangcheck: starting %s: %w", cmd.Path, err)
@@ -95,12 +107,12 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 	return r, nil
 }
 
-// Frames returns the goroutines of a Go goroutine dump whose stacks mention any
+// Goroutines returns the goroutines of a Go goroutine dump whose stacks mention any
 // of the given substrings (a package path, a function name), each trimmed to
 // its header and its first maxFrames frames outside the runtime's internals
 // (runtime.*, internal/*): the part of a dump that shows where a hang is, from
 // the lock down. With no substrings it keeps every goroutine.
-func Frames(dump string, maxFrames int, mention ...string) string {
+func Goroutines(dump string, maxFrames int, mention ...string) string {
 	var out strings.Builder
 	for _, g := range strings.Split(dump, "\n\n") {
 		if !strings.HasPrefix(g, "goroutine ") {

@@ -1,0 +1,95 @@
+package lazy
+
+import (
+	"context"
+	"fmt"
+)
+
+// pendingCall carries Call's arguments to callPending. It is never passed on to
+// user code: callPending unwraps it first.
+type pendingCall struct {
+	context.Context
+	i     *Initializer
+	fn    Func
+	depth int
+}
+
+// callPending is Call off the ready path, reached through Call's single call.
+func callPending(ctx context.Context) error {
+	p := ctx.(*pendingCall)
+	// Skip runtime.Callers, recordCallSite, queueOrRun, callPending and Call.
+	return p.i.queueOrRun(p.Context, p.depth+5, p.fn)
+}
+
+// queueOrRun runs fn now if the Initializer is Ready or the call is re-entrant,
+// refuses it after a failure, and queues it otherwise. The call site is
+// recorded depth frames up, before the lock: nothing of the caller's runs under
+// it.
+func (i *Initializer) queueOrRun(ctx context.Context, depth int, fn Func) error {
+	if fn == nil {
+		panic("lazy: Call with nil Func")
+	}
+	switch State(i.state.Load()) {
+	case Ready:
+		return fn(ctx)
+	case Failed:
+		return i.refusal
+	case Initializing:
+		if i.reentrant(ctx) {
+			return fn(ctx)
+		}
+	}
+	e := &entry{fn: fn}
+	e.recordCallSite(depth)
+	if testHookBeforeLock != nil {
+		testHookBeforeLock()
+	}
+	i.lock()
+	switch State(i.state.Load()) {
+	case Ready:
+		// Initialization finished between the unlocked check and this one:
+		// run now, outside the lock (PyTorch's run_now).
+		i.unlock()
+		return fn(ctx)
+	case Failed:
+		i.unlock()
+		return i.refusal
+	}
+	i.queue = append(i.queue, e)
+	i.unlock()
+	return nil
+}
+
+// notRunError is what Call returns after a failure: the memoized error,
+// wrapped once so that every refusal returns the same value.
+type notRunError struct{ err error }
+
+func (e *notRunError) Error() string { return "lazy: call not run: " + e.err.Error() }
+func (e *notRunError) Unwrap() error { return e.err }
+
+// reentrant reports whether a call comes from the initialization itself: through
+// a context that carries this Initializer's marker, or from the goroutine that
+// runs init and the queue. Only meaningful while Initializing; it costs about a
+// microsecond when the context carries no marker. It calls ctx.Value, so it
+// must never run under the mutex.
+func (i *Initializer) reentrant(ctx context.Context) bool {
+	if ctx != nil && ctx.Value(markerKey{i}) != nil {
+		return true
+	}
+	return i.workerID.Load() == currentGoroutineID()
+}
+
+// markerKey marks a context as belonging to one Initializer's initialization.
+type markerKey struct{ i *Initializer }
+
+// contextErr is ctx.Err(), with a clear panic for a Context that cannot answer:
+// a struct that embeds a nil Context panics with a bare nil dereference. It runs
+// before Init takes the mutex, so such a panic leaves nothing held.
+func contextErr(ctx context.Context) error {
+	defer func() {
+		if v := recover(); v != nil {
+			panic(fmt.Sprintf("lazy: Init: the Context's Err method panicked (a struct embedding a nil Context?): %v", v))
+		}
+	}()
+	return ctx.Err()
+}

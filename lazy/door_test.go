@@ -1,0 +1,98 @@
+package lazy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
+	"github.com/stretchr/testify/assert"
+)
+
+// doorScenarios are the caller's contexts that Init must deal with before it
+// takes its mutex: each would leave the mutex held, or deadlock, if Init
+// called into the context under the lock. They run in child processes, like
+// the re-entry scenarios, because that failure is a hang.
+func doorScenarios() map[string]func() error {
+	return map[string]func() error{
+		"door/err-reenters-call": func() error {
+			i := New(nil)
+			var queued atomic.Int32
+			ctx := &hostileContext{Context: context.Background(), reenter: func() {
+				_ = i.Call(context.Background(), func(context.Context) error { queued.Add(1); return nil })
+			}}
+			return expect(i.Init(ctx), nil, queued.Load() >= 1, "the Call made from ctx.Err ran")
+		},
+		"door/err-reenters-init": func() error {
+			i := New(nil)
+			var inner error = errors.New("Err was not called")
+			ctx := &hostileContext{Context: context.Background(), reenter: func() {
+				inner = i.Init(context.Background())
+			}}
+			return expect(i.Init(ctx), nil, inner == nil, fmt.Sprintf("the Init made from ctx.Err returned %v", inner))
+		},
+		"door/value-reenters-while-initializing": func() error {
+			release := make(chan struct{})
+			i := New(func(context.Context) error { <-release; return nil })
+			started := make(chan error, 1)
+			go func() { started <- i.Init(context.Background()) }()
+			for i.State() != Initializing {
+				time.Sleep(time.Millisecond)
+			}
+			ctx := &hostileContext{Context: context.Background(), reenter: func() {
+				_ = i.Call(context.Background(), func(context.Context) error { return nil })
+				_ = i.State()
+			}}
+			time.AfterFunc(50*time.Millisecond, func() { close(release) })
+			if err := i.Init(ctx); err != nil {
+				return err
+			}
+			return <-started
+		},
+		"door/nil-context": func() error {
+			return panicsAtTheDoor(nil)
+		},
+		"door/embedded-nil-context": func() error {
+			return panicsAtTheDoor(struct{ context.Context }{})
+		},
+	}
+}
+
+// panicsAtTheDoor checks that Init(ctx) panics with a message that says what
+// is wrong, and that the Initializer still works afterwards: nothing was left
+// held.
+func panicsAtTheDoor(ctx context.Context) error {
+	i := New(nil)
+	msg := func() (v any) {
+		defer func() { v = recover() }()
+		_ = i.Init(ctx)
+		return nil
+	}()
+	s, _ := msg.(string)
+	if !strings.Contains(s, "lazy: Init") || !strings.Contains(s, "Context") {
+		return fmt.Errorf("Init(%#v) panicked with %v, want a message about the Context", ctx, msg)
+	}
+	var ran atomic.Int32
+	if err := i.Call(context.Background(), func(context.Context) error { ran.Add(1); return nil }); err != nil {
+		return err
+	}
+	return expect(i.Init(context.Background()), nil, ran.Load() == 1, "the Initializer works after the panic")
+}
+
+func TestCallersContextNeverRunsUnderTheMutex(t *testing.T) {
+	var names []string
+	for name := range doorScenarios() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for name, r := range runEach(t, names, "fixed", 30*time.Second) {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, hangcheck.OK, r.Verdict, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package lazy
+
+import (
+	"bytes"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// currentGoroutineID reads the running goroutine's id from the first line of its
+// stack trace ("goroutine 42 [running]:"). It costs about a microsecond, so it is
+// used only off the fast paths.
+func currentGoroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if j := bytes.IndexByte(b, ' '); j >= 0 {
+		b = b[:j]
+	}
+	id, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		panic("lazy: cannot read the goroutine id from runtime.Stack: " + err.Error())
+	}
+	return id
+}
+
+// goStatementSite names the go statement that started the running goroutine,
+// as "file.go:line go statement in function", from the "created by" lines of
+// its stack trace. Go offers no cheaper way; it runs only for a Call made
+// directly by a go statement.
+func goStatementSite() string {
+	buf := make([]byte, 8<<10)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	for k, line := range lines {
+		fn, ok := strings.CutPrefix(line, "created by ")
+		if !ok || k+1 == len(lines) {
+			continue
+		}
+		fn, _, _ = strings.Cut(fn, " in goroutine ")
+		where := strings.TrimSpace(lines[k+1])
+		where, _, _ = strings.Cut(where, " +0x")
+		return filepath.Base(where) + " go statement in " + fn
+	}
+	return "unknown call site (a go statement)"
+}
