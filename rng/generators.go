@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -30,21 +31,26 @@ type Runtime interface {
 
 var _ Runtime = (*device.Runtime)(nil)
 
+// ErrClosed is returned by every method of Generators after Close.
+var ErrClosed = errors.New("rng: Generators used after Close")
+
 // Generators holds the per-device generator states of one device runtime. It is
-// safe for concurrent use. Create it with New.
+// safe for concurrent use. Create it with New; Close it to release the device
+// generators (and, on CUDA, the primary contexts they retain).
 type Generators struct {
 	rt Runtime
 
-	mu      sync.Mutex
+	mu      sync.Mutex // protects following fields
 	devices map[int]*deviceGen
+	closed  bool
 }
 
 // deviceGen is one device's generator. Its own lock serializes draws, which may
 // take long, without holding Generators.mu.
 type deviceGen struct {
-	mu    sync.Mutex
-	state State
-	gen   device.Generator // created on the first Generate
+	mu    sync.Mutex       // protects following fields
+	state State            // what the next draw uses
+	gen   device.Generator // created on the first Generate; nil after Close
 }
 
 // New returns the generators of rt's devices. Nothing is initialized or created
@@ -64,6 +70,9 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.closed {
+		return nil, ErrClosed
+	}
 	d := g.devices[ordinal]
 	if d == nil {
 		d = &deviceGen{state: State{Seed: DefaultSeed}}
@@ -73,13 +82,21 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 }
 
 // mutate runs apply on ordinal's state now if the runtime is initialized, else
-// queues it; the call site recorded is the caller of the exported method.
-func (g *Generators) mutate(ctx context.Context, ordinal int, apply func(*State)) error {
+// queues it. depth counts the frames from mutate's caller to the exported
+// method (1 when that method calls mutate itself), so that the call site
+// recorded for queued work is the user's line, not this file's.
+func (g *Generators) mutate(ctx context.Context, depth, ordinal int, apply func(*State)) error {
+	if err := g.usable(); err != nil {
+		return err
+	}
 	if ordinal < 0 {
 		return g.rt.CheckOrdinal(ordinal)
 	}
-	return g.rt.LazyCallDepth(ctx, 2, func(context.Context) error {
+	return g.rt.LazyCallDepth(ctx, depth+1, func(context.Context) error {
 		d, err := g.device(ordinal)
+		if errors.Is(err, ErrClosed) {
+			return nil // closed since: nothing to apply it to, and no reason to fail the runtime
+		}
 		if err != nil {
 			return err
 		}
@@ -93,8 +110,11 @@ func (g *Generators) mutate(ctx context.Context, ordinal int, apply func(*State)
 // mutateAll is mutate for every device, with apply told which device. check
 // sees the device count first and can refuse the whole call, so that nothing is
 // half-applied.
-func (g *Generators) mutateAll(ctx context.Context, check func(devices int) error, apply func(ordinal int, s *State)) error {
-	return g.rt.LazyCallDepth(ctx, 2, func(ctx context.Context) error {
+func (g *Generators) mutateAll(ctx context.Context, depth int, check func(devices int) error, apply func(ordinal int, s *State)) error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	return g.rt.LazyCallDepth(ctx, depth+1, func(ctx context.Context) error {
 		// Initialized by now; ctx marks this as part of the initialization.
 		n, err := g.rt.DeviceCount(ctx)
 		if err != nil {
@@ -105,6 +125,9 @@ func (g *Generators) mutateAll(ctx context.Context, check func(devices int) erro
 		}
 		for ordinal := range n {
 			d, err := g.device(ordinal)
+			if errors.Is(err, ErrClosed) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -116,17 +139,27 @@ func (g *Generators) mutateAll(ctx context.Context, check func(devices int) erro
 	})
 }
 
+// usable returns ErrClosed after Close.
+func (g *Generators) usable() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // ManualSeed sets device ordinal's seed and resets its offset to 0, like
 // torch.cuda.manual_seed. Before initialization it is queued (and returns nil);
 // an ordinal beyond the devices found then fails the initialization with a
 // *lazy.DeferredError naming this call.
 func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) error {
-	return g.mutate(ctx, ordinal, func(s *State) { *s = State{Seed: seed} })
+	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // ManualSeedAll is ManualSeed on every device.
 func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
-	return g.mutateAll(ctx, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
+	return g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 // Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
@@ -136,7 +169,7 @@ func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.ManualSeed(ctx, ordinal, seed)
+	return seed, g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // SeedAll seeds every device with one non-deterministic seed, like
@@ -146,7 +179,7 @@ func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.ManualSeedAll(ctx, seed)
+	return seed, g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 func randomSeed() (uint64, error) {
@@ -164,7 +197,7 @@ func (g *Generators) SetState(ctx context.Context, ordinal int, state State) err
 	if err := state.validate(); err != nil {
 		return err
 	}
-	return g.mutate(ctx, ordinal, func(s *State) { *s = state })
+	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = state })
 }
 
 // SetStateAll sets every device's state; states[i] is device i's. Every state is
@@ -177,7 +210,7 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 		}
 	}
 	states = append([]State(nil), states...)
-	return g.mutateAll(ctx, func(devices int) error {
+	return g.mutateAll(ctx, 1, func(devices int) error {
 		if len(states) != devices {
 			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), devices)
 		}
@@ -226,6 +259,11 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 // generator at its current state, and advances the offset by len(dst) rounded up
 // to a multiple of 4, as PyTorch's kernels do. On error the state is unchanged.
 // The backend must implement device.GeneratorBackend.
+//
+// A draw that would move the offset past torch's int64 limit (2^63-1) is
+// refused with an error wrapping ErrBadState, and draws nothing: every state
+// Generate leaves behind round-trips through MarshalBinary and SetState.
+// Reseed to go on.
 func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
 	if err := g.rt.Init(ctx); err != nil {
 		return err
@@ -236,6 +274,13 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Draw whole blocks of 4, as the offset advances: PyTorch's kernels consume
+	// them, and libcurand leaves a partial block unwritten after some offsets.
+	n := (len(dst) + 3) &^ 3
+	if uint64(n) > maxOffset-d.state.Offset {
+		return fmt.Errorf("%w: drawing %d values from offset %d would pass torch's offset limit %d; reseed device %d",
+			ErrBadState, len(dst), d.state.Offset, uint64(maxOffset), ordinal)
+	}
 	if d.gen == nil {
 		gb, ok := g.rt.Backend().(device.GeneratorBackend)
 		if !ok {
@@ -251,9 +296,6 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	if err := d.gen.SetOffset(d.state.Offset); err != nil {
 		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
 	}
-	// Draw whole blocks of 4, as the offset advances: PyTorch's kernels consume
-	// them, and libcurand leaves a partial block unwritten after some offsets.
-	n := (len(dst) + 3) &^ 3
 	out := dst
 	if n != len(dst) {
 		out = make([]uint32, n)
@@ -266,4 +308,33 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	copy(dst, out)
 	d.state.Offset += uint64(n)
 	return nil
+}
+
+// Close destroys every device generator the Generators created and refuses
+// later use with ErrClosed. Work queued before Close that runs after it does
+// nothing: it neither applies nor fails the runtime's initialization. Close is safe to call more than once and from many
+// goroutines; only the first call does anything, and it returns the errors of
+// the generators that failed to close, joined.
+func (g *Generators) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	devices := g.devices
+	g.devices = nil
+	g.mu.Unlock()
+	var errs []error
+	for ordinal, d := range devices {
+		d.mu.Lock()
+		if d.gen != nil {
+			if err := d.gen.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("rng: closing the generator of device %d: %w", ordinal, err))
+			}
+			d.gen = nil
+		}
+		d.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }

@@ -62,11 +62,14 @@ func (s *State) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// maxOffset is the largest offset torch's int64 holds.
+const maxOffset = 1<<63 - 1
+
 func (s State) validate() error {
 	if s.Offset%4 != 0 {
 		return fmt.Errorf("%w: offset %d is not a multiple of 4", ErrBadState, s.Offset)
 	}
-	if s.Offset > 1<<63-1 {
+	if s.Offset > maxOffset {
 		return fmt.Errorf("%w: offset %d does not fit torch's int64", ErrBadState, s.Offset)
 	}
 	return nil

@@ -9,7 +9,7 @@ func BenchmarkFillCURAND(b *testing.B) {
 	b.Run("one-core", func(b *testing.B) {
 		b.SetBytes(int64(4 * len(dst)))
 		for b.Loop() {
-			fillRange(dst, 42, 0, curandCounter)
+			fillRange(dst, 42, at(0, 0), curandCounter)
 		}
 	})
 	b.Run("all-cores", func(b *testing.B) {

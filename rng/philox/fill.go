@@ -18,12 +18,16 @@ const parallelMin = 1 << 16
 //
 // cuRAND interleaves 65536 subsequences: value i is word e%4 of
 // Block((lo32(j/65536), hi32(j/65536), j%65536, 0), seed) with e = offset+i and
-// j = e/4. Large fills use every core; the result is the same either way.
+// j = e/4. The stream position e is not bounded by 2^64: past it cuRAND keeps
+// counting (measured against libcurand 10.3), and so does FillCURAND, so a fill
+// that crosses 2^64 continues the stream rather than wrapping to its start.
+// Large fills use every core; the result is the same either way.
 func FillCURAND(dst []uint32, seed, offset uint64) { fill(dst, seed, offset, curandCounter) }
 
 // FillSequential writes what rocRAND's host generator (Philox, default ordering)
 // writes: one sequential stream, value i being word e%4 of Block(e/4, seed) with
-// e = offset+i. It is also the device-API stream of subsequence 0.
+// e = offset+i, e/4 taken as a 128-bit counter. It is also the device-API
+// stream of subsequence 0, and like FillCURAND it keeps counting past 2^64.
 func FillSequential(dst []uint32, seed, offset uint64) { fill(dst, seed, offset, sequentialCounter) }
 
 // A counterLayout maps a block index j to the Philox counter words.
@@ -38,10 +42,24 @@ func sequentialCounter(j uint64) (uint32, uint32, uint32, uint32) {
 	return uint32(j), uint32(j >> 32), 0, 0
 }
 
+// position is a place in the stream as a block index and a word in that block.
+// Stream positions can exceed 2^64 (offset+len(dst)), block indices cannot: a
+// position is at most 2^64-1 + 2^63, so its block index stays below 2^63.
+type position struct {
+	block uint64
+	word  int // 0..3
+}
+
+// at returns the position n values after offset, without overflow.
+func at(offset uint64, n int) position {
+	p := offset%4 + uint64(n) // below 2^63+3
+	return position{block: offset/4 + p/4, word: int(p % 4)}
+}
+
 func fill(dst []uint32, seed, offset uint64, layout counterLayout) {
 	workers := runtime.GOMAXPROCS(0)
 	if len(dst) < parallelMin || workers == 1 {
-		fillRange(dst, seed, offset, layout)
+		fillRange(dst, seed, at(offset, 0), layout)
 		return
 	}
 	// Chunks are whole blocks of the stream, so only the first and last can
@@ -50,25 +68,22 @@ func fill(dst []uint32, seed, offset uint64, layout counterLayout) {
 	var g errgroup.Group
 	for start := 0; start < len(dst); start += chunk {
 		part := dst[start:min(start+chunk, len(dst))]
-		e := offset + uint64(start)
-		g.Go(func() error { fillRange(part, seed, e, layout); return nil })
+		from := at(offset, start)
+		g.Go(func() error { fillRange(part, seed, from, layout); return nil })
 	}
 	_ = g.Wait() // the workers cannot fail
 }
 
-// fillRange writes the values from stream position e on into dst.
-func fillRange(dst []uint32, seed, e uint64, layout counterLayout) {
+// fillRange writes the values from position p on into dst.
+func fillRange(dst []uint32, seed uint64, p position, layout counterLayout) {
 	k0, k1 := seedKey(seed)
 	i := 0
-	if w := int(e % 4); w != 0 { // finish the partial block e starts in
-		out := blockAt(layout, e/4, k0, k1)
-		for ; w < 4 && i < len(dst); w++ {
-			dst[i] = out[w]
-			i++
-		}
-		e += uint64(i)
+	j := p.block
+	if p.word != 0 { // finish the partial block p starts in
+		out := blockAt(layout, j, k0, k1)
+		i = copy(dst, out[p.word:])
+		j++
 	}
-	j := e / 4
 	for ; i+4 <= len(dst); i += 4 {
 		c0, c1, c2, c3 := layout(j)
 		dst[i], dst[i+1], dst[i+2], dst[i+3] = block10(c0, c1, c2, c3, k0, k1)

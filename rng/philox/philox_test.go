@@ -3,6 +3,7 @@ package philox
 import (
 	"bufio"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
@@ -60,17 +61,24 @@ func TestFillCURANDMatchesMeasuredCURAND(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
+// blockIndex is (offset+i)/4 and (offset+i)%4 for a stream position that may
+// pass 2^64, computed in 128 bits: the closed form, independent of fill.go.
+func blockIndex(offset, i uint64) (j uint64, word int) {
+	lo, hi := bits.Add64(offset, i, 0)
+	return hi<<62 | lo>>2, int(lo % 4)
+}
+
 // refCURAND is cuRAND's host ordering in closed form, one value at a time:
 // value e is word e%4 of the block at counter (lo32(j/65536), hi32(j/65536),
 // j%65536, 0) with j = e/4.
-func refCURAND(seed, e uint64) uint32 {
-	j := e / 4
-	return Block([4]uint32{uint32(j >> 16), uint32(j >> 48), uint32(j % 65536), 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[e%4]
+func refCURAND(seed, offset, i uint64) uint32 {
+	j, w := blockIndex(offset, i)
+	return Block([4]uint32{uint32(j >> 16), uint32(j >> 48), uint32(j % 65536), 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[w]
 }
 
-func refSequential(seed, e uint64) uint32 {
-	j := e / 4
-	return Block([4]uint32{uint32(j), uint32(j >> 32), 0, 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[e%4]
+func refSequential(seed, offset, i uint64) uint32 {
+	j, w := blockIndex(offset, i)
+	return Block([4]uint32{uint32(j), uint32(j >> 32), 0, 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})[w]
 }
 
 func TestFillsMatchClosedFormAtAnyOffsetAndLength(t *testing.T) {
@@ -88,8 +96,7 @@ func TestFillsMatchClosedFormAtAnyOffsetAndLength(t *testing.T) {
 			seq := make([]uint32, tc.n)
 			FillSequential(seq, tc.seed, tc.offset)
 			for i := range got {
-				e := tc.offset + uint64(i)
-				if got[i] != refCURAND(tc.seed, e) || seq[i] != refSequential(tc.seed, e) {
+				if got[i] != refCURAND(tc.seed, tc.offset, uint64(i)) || seq[i] != refSequential(tc.seed, tc.offset, uint64(i)) {
 					t.Fatalf("value %d differs from the closed form", i)
 				}
 			}
@@ -172,4 +179,55 @@ func TestUniformMatchesCurandUniform(t *testing.T) {
 		assert.Equal(t, tc.want, Uniform(tc.x), "x=%#x", tc.x)
 		assert.Greater(t, Uniform(tc.x), float32(0))
 	}
+}
+
+// Near the end of the 64-bit stream position: cuRAND keeps counting past 2^64
+// (libcurand 10.3's host generator, seed 42, measured here and compared live by
+// device/cuda's oracle test), and so must every fill, on any number of cores.
+func TestFillsKeepCountingPast2To64(t *testing.T) {
+	const top = ^uint64(0) // 2^64-1
+	t.Run("measured cuRAND values across 2^64", func(t *testing.T) {
+		want := []uint32{0xda077909, 0xe9a084cc, 0x9109fe9c, 0x8cc53301, 0x646a54f6, 0x1e25daf1, 0x3c9b1129, 0x16086f9c}
+		got := make([]uint32, len(want))
+		FillCURAND(got, 42, top-3)
+		assert.Equal(t, want, got)
+	})
+	for _, procs := range []int{1, 4} {
+		for _, tc := range []struct {
+			offset uint64
+			n      int
+		}{
+			{top, 1}, {top, 9}, {top - 1, 3}, {top - 2, 7}, {top - 3, 4},
+			{top - 1<<17, parallelMin*3 + 7}, // parallel, crossing 2^64
+			{top - 5, parallelMin*2 + 1},
+		} {
+			t.Run(fmt.Sprintf("GOMAXPROCS=%d/offset=2^64-%d/n=%d", procs, top-tc.offset+1, tc.n), func(t *testing.T) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				cur, seq := make([]uint32, tc.n), make([]uint32, tc.n)
+				FillCURAND(cur, 7, tc.offset)
+				FillSequential(seq, 7, tc.offset)
+				for i := range tc.n {
+					if cur[i] != refCURAND(7, tc.offset, uint64(i)) || seq[i] != refSequential(7, tc.offset, uint64(i)) {
+						t.Fatalf("value %d differs from the closed form", i)
+					}
+				}
+			})
+		}
+	}
+	t.Run("a fill split in two equals one fill", func(t *testing.T) {
+		whole := make([]uint32, 20)
+		FillCURAND(whole, 3, top-9)
+		a, b := make([]uint32, 6), make([]uint32, 14)
+		FillCURAND(a, 3, top-9)
+		FillCURAND(b, 3, top-9+6) // starts 4 values below 2^64 and crosses it
+		assert.Equal(t, whole, append(a, b...))
+	})
+	t.Run("Stream agrees with FillSequential", func(t *testing.T) {
+		seq := make([]uint32, 12)
+		FillSequential(seq, 9, top)
+		s := NewStream(9, 0, top)
+		for i := range seq {
+			require.Equal(t, seq[i], s.Uint32(), "value %d", i)
+		}
+	})
 }

@@ -1,5 +1,7 @@
 package philox
 
+import "math/bits"
+
 // Stream is one device-API Philox stream: what curand_init(seed, subsequence,
 // offset, &state) followed by curand, curand4 and curand_uniform draw for
 // CURAND_RNG_PSEUDO_PHILOX4_32_10. The m-th 32-bit value after NewStream is word
@@ -25,19 +27,10 @@ func NewStream(seed, subsequence, offset uint64) *Stream {
 func (s *Stream) addCounter(lo, hi uint64) {
 	c0 := uint64(s.ctr[0]) | uint64(s.ctr[1])<<32
 	c1 := uint64(s.ctr[2]) | uint64(s.ctr[3])<<32
-	var carry uint64
-	c0, carry = add64(c0, lo)
+	c0, carry := bits.Add64(c0, lo, 0)
 	c1 += hi + carry
 	s.ctr = [4]uint32{uint32(c0), uint32(c0 >> 32), uint32(c1), uint32(c1 >> 32)}
 	s.out = Block(s.ctr, s.key)
-}
-
-func add64(a, b uint64) (sum, carry uint64) {
-	sum = a + b
-	if sum < a {
-		carry = 1
-	}
-	return sum, carry
 }
 
 // Skip advances the stream by n 32-bit values, as skipahead(n, &state).
