@@ -2,16 +2,33 @@ package device
 
 import "context"
 
-// Backend is what a GPU platform provides. Implementations need not be safe for
-// concurrent use before Init returns: Runtime calls Init once and reads device
-// information once, under its own initialization.
+// Backend is what a GPU platform provides: the driver's own calls, made once.
+// Runtime adds the laziness, the memoization and the queue on top.
+//
+// How Runtime calls a Backend, which is what an implementation may rely on:
+//   - Name may be called at any time, from any goroutine; it must not touch
+//     the driver.
+//   - Init is called once per Runtime, from the Runtime's initialization
+//     goroutine, never concurrently with itself. It may load the driver
+//     library. ctx carries no cancellation (the initialization outlives any
+//     one caller) but keeps the first caller's values.
+//   - Count, then Device for each ordinal, are called once each, after Init
+//     succeeded, from the same goroutine. Runtime caches what they return.
+//   - DriverVersion may be called at any time, from any goroutine, before,
+//     during and after Init. It must not load or initialize anything: before
+//     Init it answers only if the driver can without initializing (CUDA's
+//     loaded library can), else it returns an error wrapping
+//     ErrNotInitialized.
+//
+// Optional capabilities are interfaces of their own, as in database/sql/driver:
+// RuntimeVersioner, GeneratorBackend, MemoryReporter, DeviceRunner,
+// ErrorClassifier. Use the package devicetest to check an implementation.
 type Backend interface {
 	// Name is the registered name: "cuda", "hip", "sim".
 	Name() string
 	// Init is the native initialization, cuInit(0) or hipInit(0).
 	Init(ctx context.Context) error
-	// DriverVersion reports the driver's version (CUDA: 12020 for 12.2). The
-	// real drivers answer this before Init.
+	// DriverVersion reports the driver's version (CUDA: 12020 for 12.2).
 	DriverVersion() (int, error)
 	// Count reports the number of devices; valid after Init.
 	Count() (int, error)
@@ -19,19 +36,48 @@ type Backend interface {
 	Device(ordinal int) (Info, error)
 }
 
-// Info describes one device. It is read once, at initialization.
+// RuntimeVersioner is implemented by backends that know the version of the
+// vendor runtime next to the driver: hipRuntimeGetVersion, or for CUDA the
+// toolkit version the backend was built for. The same rules as DriverVersion
+// apply.
+type RuntimeVersioner interface {
+	RuntimeVersion() (int, error)
+}
+
+// Info describes one device. It is read once, at initialization. Fields a
+// backend cannot know stay zero; each says which backends fill it.
 type Info struct {
 	Ordinal     int
 	Name        string // e.g. "NVIDIA H200"
 	Arch        string // e.g. "sm_90", "gfx90a"
 	TotalMemory uint64 // bytes
+
+	// UUID is the vendor tool's spelling: nvidia-smi's "GPU-xxxxxxxx-xxxx-…"
+	// (or "MIG-…" for a MIG instance) for CUDA, rocm-smi's "GPU-" and the
+	// KFD unique_id in hex for HIP; empty where the device has none. It is
+	// stable across CUDA_VISIBLE_DEVICES renumbering: match devices by it.
+	UUID string
+	// PCIBusID is "dddd:bb:dd.f" in lower case; empty where unknown.
+	PCIBusID string
+	// ComputeMajor and ComputeMinor are CUDA's compute capability (9, 0 for
+	// Hopper). HIP leaves them zero: it reports gfx90a as 9.0, which reads
+	// as Hopper; use Arch there.
+	ComputeMajor, ComputeMinor int
+	// Multiprocessors counts SMs (CUDA) or compute units (HIP).
+	Multiprocessors int
+	// Integrated reports a GPU that shares memory with the host (Jetson,
+	// APUs): its free memory is not VRAM.
+	Integrated bool
 }
 
 // GeneratorBackend is implemented by backends that offer device random number
 // generators: Philox4x32-10 with cuRAND's (or hipRAND's) seed and offset.
 type GeneratorBackend interface {
 	Backend
-	// NewGenerator creates a Philox generator on the device, seed 0, offset 0.
+	// NewGenerator creates a Philox generator on the device, seed 0, offset
+	// 0. It is called after Init succeeded, from any goroutine. A backend
+	// whose generator library cannot be loaded returns an error wrapping
+	// ErrNotSupported; the device stays usable.
 	NewGenerator(ordinal int) (Generator, error)
 }
 
@@ -42,5 +88,6 @@ type Generator interface {
 	SetOffset(offset uint64) error
 	// Generate fills dst and advances the stream by len(dst).
 	Generate(dst []uint32) error
+	// Close releases the generator; it must not be used after.
 	Close() error
 }

@@ -10,53 +10,35 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
+	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// countingBackend is a test backend that records every call into it.
-type countingBackend struct {
-	calls   atomic.Int64
-	initErr error
+func simBackend(opts ...sim.Option) device.Backend { return sim.New(opts...) }
+
+func TestSimMeetsTheBackendContract(t *testing.T) {
+	t.Run("with devices", func(t *testing.T) { devicetest.TestBackend(t, sim.New(), devicetest.GeneratorsDraw(philox.FillCURAND)) })
+	for _, f := range []sim.Failure{sim.NoDevice, sim.NoDriver, sim.DriverMismatch, sim.Unknown} {
+		t.Run(string(f), func(t *testing.T) { devicetest.TestBackend(t, sim.New(sim.WithFailure(f))) })
+	}
 }
 
-func (b *countingBackend) Name() string                { return "counting" }
-func (b *countingBackend) Init(context.Context) error  { b.calls.Add(1); return b.initErr }
-func (b *countingBackend) DriverVersion() (int, error) { b.calls.Add(1); return 1, nil }
-func (b *countingBackend) Count() (int, error)         { b.calls.Add(1); return 1, nil }
-func (b *countingBackend) Device(int) (device.Info, error) {
-	b.calls.Add(1)
-	return device.Info{Name: "x"}, nil
-}
-
-var registered = &countingBackend{}
-
-func init() {
-	device.Register("counting", func() (device.Backend, error) { return registered, nil })
-}
-
-func TestOpenAndLazyCallTouchNoBackend(t *testing.T) {
-	r, err := device.Open("counting")
-	require.NoError(t, err)
-	again, err := device.Open("counting")
-	require.NoError(t, err)
-	assert.Same(t, r, again, "one Runtime per backend per process")
+func TestNewAndLazyCallTouchNoBackend(t *testing.T) {
+	c := &devicetest.Counting{Backend: sim.New()}
+	r := device.New(c)
 	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
-	assert.Zero(t, registered.calls.Load())
+	assert.Zero(t, c.Calls().Total())
+	assert.Equal(t, lazy.Uninitialized, r.State())
 	assert.False(t, r.IsInitialized())
-
-	s := sim.New()
-	sr := device.New(s)
-	require.NoError(t, sr.LazyCall(context.Background(), func(context.Context) error { return nil }))
-	assert.Zero(t, s.Calls().Total())
-	assert.Equal(t, lazy.Uninitialized, sr.State())
 }
 
 func TestInitCallsBackendOnceAndMemoizesFailure(t *testing.T) {
-	s := sim.New(sim.WithFailure(sim.NoDevice))
-	r := device.New(s)
+	c := &devicetest.Counting{Backend: sim.New(sim.WithFailure(sim.NoDevice))}
+	r := device.New(c)
 	ctx := context.Background()
 	site := fmt.Sprintf("device_test.go:%d", lineOfNext())
 	require.NoError(t, r.LazyCall(ctx, func(context.Context) error { t.Error("queued call ran"); return nil }))
@@ -74,13 +56,13 @@ func TestInitCallsBackendOnceAndMemoizesFailure(t *testing.T) {
 		require.Len(t, ie.NotRun, 1)
 		assert.Contains(t, ie.NotRun[0], site, "the queued call's site is the caller of LazyCall")
 	}
-	assert.Equal(t, int64(1), s.Calls().Init)
+	assert.Equal(t, int64(1), c.Calls().Init)
 	assert.ErrorIs(t, r.LazyCall(ctx, func(context.Context) error { return nil }), device.ErrNoDevice)
 }
 
 func TestConcurrentFirstTouchInitializesOnce(t *testing.T) {
-	s := sim.New(sim.WithDevices(3))
-	r := device.New(s)
+	c := &devicetest.Counting{Backend: sim.New(sim.WithDevices(3))}
+	r := device.New(c)
 	ctx := context.Background()
 	var queued, wg sync.WaitGroup
 	var ran atomic.Int64
@@ -100,98 +82,130 @@ func TestConcurrentFirstTouchInitializesOnce(t *testing.T) {
 	wg.Wait()
 	queued.Wait()
 	assert.Equal(t, int64(16), ran.Load())
-	c := s.Calls()
-	assert.Equal(t, int64(1), c.Init)
-	assert.Equal(t, int64(1), c.Count)
-	assert.Equal(t, int64(3), c.Device, "device information is read once, at init")
+	calls := c.Calls()
+	assert.Equal(t, int64(1), calls.Init)
+	assert.Equal(t, int64(1), calls.Count)
+	assert.Equal(t, int64(3), calls.Device, "device information is read once, at init")
 }
 
-func TestErrorsAreClearAndNothingHalfDone(t *testing.T) {
+func TestBadOrdinalsAreRefusedWithTheRange(t *testing.T) {
 	ctx := context.Background()
 	r := device.New(sim.New(sim.WithDevices(2)))
+	assert.ErrorContains(t, r.CheckOrdinal(0), "not initialized", "before init the range is unknown")
 	for ordinal, want := range map[int]string{-1: "ordinals start at 0", 2: "valid ordinals are 0..1", 99: "valid ordinals are 0..1"} {
 		_, err := r.Device(ctx, ordinal)
 		assert.ErrorIs(t, err, device.ErrInvalidDevice)
-		assert.Contains(t, err.Error(), want)
+		assert.ErrorContains(t, err, want)
 	}
+}
+
+func TestDevicesReturnsACopy(t *testing.T) {
+	ctx := context.Background()
+	r := device.New(sim.New())
 	devices, err := r.Devices(ctx)
 	require.NoError(t, err)
 	devices[0].Name = "changed"
-	d0, _ := r.Device(ctx, 0)
-	assert.NotEqual(t, "changed", d0.Name, "Devices returns a copy")
+	d0, err := r.Device(ctx, 0)
+	require.NoError(t, err)
+	assert.NotEqual(t, "changed", d0.Name)
+}
 
+func TestRegisterPanicsOnProgrammingErrors(t *testing.T) {
+	device.Register("dup", func() (device.Backend, error) { return sim.New(), nil })
 	before := device.Backends()
+	open := func() (device.Backend, error) { return sim.New(), nil }
 	for _, tc := range []struct {
 		name string
 		fn   func()
 		want string
 	}{
-		{"twice", func() { device.Register("counting", func() (device.Backend, error) { return nil, nil }) }, "registered twice"},
-		{"nil opener", func() { device.Register("x", nil) }, "nil opener"},
-		{"empty name", func() { device.Register("", func() (device.Backend, error) { return nil, nil }) }, "not a backend name"},
+		{"twice", func() { device.Register("dup", open) }, "device: Register: backend dup registered twice"},
+		{"nil opener", func() { device.Register("x", nil) }, "device: Register: nil opener for backend x"},
+		{"empty name", func() { device.Register("", open) }, `device: Register: "" is not a backend name`},
+		{"auto", func() { device.Register("auto", open) }, `device: Register: "auto" is not a backend name`},
 	} {
-		t.Run("Register "+tc.name, func(t *testing.T) {
-			assert.PanicsWithValue(t, panicMessage(tc.fn), tc.fn)
-			assert.Contains(t, panicMessage(tc.fn), tc.want)
-		})
+		t.Run(tc.name, func(t *testing.T) { assert.PanicsWithValue(t, tc.want, tc.fn) })
 	}
 	assert.Equal(t, before, device.Backends(), "a refused Register leaves nothing behind")
-	r2, err := device.Open("counting")
-	require.NoError(t, err)
-	assert.Same(t, registered, r2.Backend(), "the first registration stands")
+}
 
-	_, err = device.Open("nosuch")
+func TestOpenOfAMissingBackendSaysWhy(t *testing.T) {
+	_, err := device.Open("nosuch")
+	assert.ErrorIs(t, err, device.ErrNotCompiled)
 	assert.ErrorContains(t, err, `unknown backend "nosuch"`)
-	for _, name := range []string{"cuda", "hip"} {
-		if !contains(device.Backends(), name) {
-			_, err = device.Open(name)
-			assert.ErrorIs(t, err, device.ErrNotCompiled)
-			assert.ErrorContains(t, err, "-tags "+name)
+	assert.ErrorContains(t, err, "forgotten import?")
+
+	// A shipped backend that nothing imported: the error names the import.
+	runChild(t, "unregistered-shipped-backend")
+	runChild(t, "unavailable-backend")
+}
+
+func TestFailedOpenCachesNothing(t *testing.T) {
+	var opens atomic.Int64
+	device.Register("flaky", func() (device.Backend, error) {
+		if opens.Add(1) == 1 {
+			return nil, errors.New("bad configuration")
 		}
+		return sim.New(), nil
+	})
+	_, err := device.Open("flaky")
+	assert.ErrorContains(t, err, "opening backend flaky: bad configuration")
+	r, err := device.Open("flaky")
+	require.NoError(t, err, "a later Open tries again")
+	again, err := device.Open("flaky")
+	require.NoError(t, err)
+	assert.Same(t, r, again)
+	assert.Equal(t, int64(2), opens.Load(), "the opener runs until it succeeds, then never again")
+}
+
+func TestOpenCallsTheOpenerWithoutALockAndOnlyOnce(t *testing.T) {
+	var opens atomic.Int64
+	release := make(chan struct{})
+	device.Register("slow-opener", func() (device.Backend, error) {
+		opens.Add(1)
+		// An opener that calls Open for another backend must not deadlock.
+		if _, err := device.Open("sim"); err != nil {
+			return nil, err
+		}
+		<-release
+		return sim.New(), nil
+	})
+	var wg sync.WaitGroup
+	runtimes := make([]*device.Runtime, 8)
+	for k := range runtimes {
+		wg.Go(func() {
+			r, err := device.Open("slow-opener")
+			assert.NoError(t, err)
+			runtimes[k] = r
+		})
+	}
+	for opens.Load() == 0 {
+		runtime.Gosched()
+	}
+	_, err := device.Open("sim") // the registry is not held while an opener runs
+	require.NoError(t, err)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int64(1), opens.Load(), "concurrent Opens share one opener call")
+	for _, r := range runtimes {
+		assert.Same(t, runtimes[0], r)
 	}
 }
 
 func TestOpenReadsEnvironment(t *testing.T) {
-	// The process's sim Runtime is left alone for ExampleOpen.
-	t.Setenv(device.EnvBackend, " counting ")
+	t.Setenv(device.EnvBackend, " sim ")
 	r, err := device.Open("")
 	require.NoError(t, err)
-	assert.Equal(t, "counting", r.Name())
-	t.Setenv(device.EnvBackend, "")
-	if !contains(device.Backends(), "cuda") && !contains(device.Backends(), "hip") {
-		_, err = device.Open("")
-		assert.ErrorIs(t, err, device.ErrNotCompiled, "empty means auto, and no GPU backend is in this binary")
+	assert.Equal(t, "sim", r.Name())
+}
+
+func TestKnownNamesTheShippedBackends(t *testing.T) {
+	assert.Equal(t, []string{"cuda", "hip"}, device.AutoOrder())
+	known := device.Known()
+	assert.Equal(t, "auto", known[0])
+	for _, name := range []string{"cuda", "hip", "sim"} {
+		assert.Contains(t, known, name)
 	}
-}
-
-func TestAutoWithoutGPUBackendSaysWhichTags(t *testing.T) {
-	if contains(device.Backends(), "cuda") || contains(device.Backends(), "hip") {
-		t.Skip("a GPU backend is compiled in")
-	}
-	_, err := device.Open("auto")
-	assert.ErrorIs(t, err, device.ErrNotCompiled)
-	assert.ErrorContains(t, err, "-tags cuda or -tags hip")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func panicMessage(fn func()) (msg any) {
-	defer func() { msg = recover() }()
-	fn()
-	return nil
-}
-
-// lineOfNext returns the line number after its caller's.
-func lineOfNext() int {
-	_, _, line, _ := runtime.Caller(1)
-	return line + 1
 }
 
 func TestCodeTableNamesEveryCode(t *testing.T) {
@@ -220,22 +234,13 @@ func TestCodeTableNamesEveryCode(t *testing.T) {
 			assert.Empty(t, e.Hint)
 		}
 	}
+	loader := &device.DriverError{Backend: "cuda", Op: "dlopen", Message: "libcuda.so.1: cannot open shared object file", Hint: "install it"}
+	assert.Equal(t, "cuda: dlopen failed: libcuda.so.1: cannot open shared object file; install it", loader.Error(),
+		"a loader failure has no code to print")
 }
 
-func TestFailedOpenCachesNothing(t *testing.T) {
-	var opens atomic.Int64
-	device.Register("flaky", func() (device.Backend, error) {
-		if opens.Add(1) == 1 {
-			return nil, errors.New("bad configuration")
-		}
-		return &countingBackend{}, nil
-	})
-	_, err := device.Open("flaky")
-	assert.ErrorContains(t, err, "opening backend flaky: bad configuration")
-	r, err := device.Open("flaky")
-	require.NoError(t, err, "a later Open tries again")
-	again, err := device.Open("flaky")
-	require.NoError(t, err)
-	assert.Same(t, r, again)
-	assert.Equal(t, int64(2), opens.Load(), "the opener runs until it succeeds, then never again")
+// lineOfNext returns the line number after its caller's.
+func lineOfNext() int {
+	_, _, line, _ := runtime.Caller(1)
+	return line + 1
 }

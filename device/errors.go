@@ -3,42 +3,56 @@ package device
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Backends wrap raw driver codes in a *DriverError whose Is
 // reports the sentinel the code means, so callers test with errors.Is.
 var (
-	// ErrNoDevice: the driver works but sees no GPU.
+	// ErrNoDevice: the driver works but sees no usable GPU.
 	ErrNoDevice = errors.New("device: no GPU device found")
 	// ErrDriverNotFound: the driver library or kernel module is missing.
 	ErrDriverNotFound = errors.New("device: GPU driver not found")
-	// ErrDriverMismatch: the driver is too old for the runtime, or user and
-	// kernel parts of the driver differ.
+	// ErrDriverMismatch: the driver is too old for the runtime, lacks a
+	// function this backend needs, or its user and kernel parts differ.
 	ErrDriverMismatch = errors.New("device: GPU driver version mismatch")
 	// ErrInvalidDevice: an ordinal outside 0..count-1.
 	ErrInvalidDevice = errors.New("device: invalid device ordinal")
-	// ErrNotCompiled: the backend was not compiled into this binary.
+	// ErrNotCompiled: the backend is not in this binary, because its package
+	// was not imported or because the build could not have it (no cgo).
 	ErrNotCompiled = errors.New("device: backend not compiled in")
-	// ErrNotSupported: the backend lacks an optional feature (generators).
+	// ErrNotSupported: the backend lacks an optional feature, or the library
+	// that provides it (generators without libcurand) could not be loaded.
 	ErrNotSupported = errors.New("device: not supported by this backend")
+	// ErrNotInitialized: the backend cannot answer before Init without
+	// initializing, and it never initializes on its own.
+	ErrNotInitialized = errors.New("device: not initialized yet")
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the
-// vendor library gives them, and a hint for the person reading the log.
+// vendor library gives them, and a hint for the person reading the log. A
+// library that could not be loaded is a DriverError too, with Op "dlopen",
+// Code 0, the loader's own message and the names tried.
 type DriverError struct {
 	Backend  string // "cuda", "hip", "sim"
-	Op       string // the call that failed, e.g. "cuInit"
-	Code     int    // the raw driver code, e.g. 100
+	Op       string // the call that failed, e.g. "cuInit", or "dlopen"
+	Code     int    // the raw driver code, e.g. 100; 0 for a loader failure
 	Name     string // the code's name, e.g. "CUDA_ERROR_NO_DEVICE"
-	Message  string // the driver's description of the code
+	Message  string // the driver's (or the loader's) description
 	Hint     string // what to check or do next; may be empty
 	Sentinel error  // the sentinel this code means, or nil
+	// Sticky reports that the code leaves the device unusable for the rest
+	// of the process (CUDA 700, 719, 214 and the like).
+	Sticky bool
 }
 
 // Error says which backend and call failed, with the raw code, its name, the
 // driver's description and the hint.
 func (e *DriverError) Error() string {
-	s := fmt.Sprintf("%s: %s failed: %s (%d)", e.Backend, e.Op, e.Name, e.Code)
+	s := e.Backend + ": " + e.Op + " failed"
+	if e.Name != "" || e.Code != 0 {
+		s += fmt.Sprintf(": %s (%d)", e.Name, e.Code)
+	}
 	if e.Message != "" && e.Message != e.Name {
 		s += ": " + e.Message
 	}
@@ -59,6 +73,7 @@ type Code struct {
 	Name     string // used when the driver cannot name the code
 	Sentinel error  // the sentinel the code means, or nil
 	Hint     string // what to check or do next
+	Sticky   bool   // the code leaves the device unusable for the process
 }
 
 // CodeTable maps one backend's raw codes (a CUresult, a hipError_t, a cuRAND
@@ -80,5 +95,45 @@ func (t *CodeTable) Error(op string, code int, name, message string) *DriverErro
 		name = t.Unnamed
 	}
 	return &DriverError{Backend: t.Backend, Op: op, Code: code, Name: name, Message: message,
-		Hint: info.Hint, Sentinel: info.Sentinel}
+		Hint: info.Hint, Sentinel: info.Sentinel, Sticky: info.Sticky}
+}
+
+// NoBackendError is why "auto" found no usable GPU backend: what each backend
+// it tried said, in the order tried. It matches ErrDriverNotFound when no
+// driver could be loaded at all, and ErrNoDevice when at least one loaded.
+// errors.Is and errors.As also reach each backend's own error (a
+// *DriverError), so a backend whose library was missing still matches
+// ErrDriverNotFound through its own error.
+type NoBackendError struct {
+	Tried []BackendFailure
+}
+
+// BackendFailure is one backend's reason for being passed over.
+type BackendFailure struct {
+	Backend string
+	Err     error
+}
+
+// Error lists each backend with its reason.
+func (e *NoBackendError) Error() string {
+	parts := make([]string, len(e.Tried))
+	for k, f := range e.Tried {
+		parts[k] = f.Backend + ": " + f.Err.Error()
+	}
+	return "device: no usable GPU backend (auto tried " + strings.Join(parts, "; then ") + ")"
+}
+
+// Unwrap returns the summary sentinel, then each backend's error.
+func (e *NoBackendError) Unwrap() []error {
+	summary := ErrDriverNotFound
+	for _, f := range e.Tried {
+		if !errors.Is(f.Err, ErrDriverNotFound) && !errors.Is(f.Err, ErrNotCompiled) {
+			summary = ErrNoDevice
+		}
+	}
+	errs := []error{summary}
+	for _, f := range e.Tried {
+		errs = append(errs, f.Err)
+	}
+	return errs
 }

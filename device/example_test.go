@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	"github.com/gpuinit/gpuinit/device"
-	_ "github.com/gpuinit/gpuinit/device/backends"
+	_ "github.com/gpuinit/gpuinit/device/sim" // or device/backends, for every backend
 )
 
 // Open is cheap and touches no driver; the first query initializes.
 func ExampleOpen() {
-	rt, err := device.Open("sim") // "" reads GPUINIT_BACKEND, else picks cuda or hip
+	rt, err := device.Open("sim") // "" reads GPUINIT_BACKEND, else auto: cuda, then hip
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -25,4 +25,26 @@ func ExampleOpen() {
 	// Output:
 	// initialized: false
 	// devices: 2 initialized: true
+}
+
+// LazyCall queues work until the first initialization, then runs it at once.
+func ExampleRuntime_LazyCall() {
+	rt := device.New(simBackend())
+	ctx := context.Background()
+	_ = rt.LazyCall(ctx, func(context.Context) error {
+		fmt.Println("runs right after the driver's init")
+		return nil
+	})
+	fmt.Println("queued; initialized:", rt.IsInitialized())
+	if err := rt.Init(ctx); err != nil {
+		fmt.Println(err)
+	}
+	_ = rt.LazyCall(ctx, func(context.Context) error {
+		fmt.Println("runs now")
+		return nil
+	})
+	// Output:
+	// queued; initialized: false
+	// runs right after the driver's init
+	// runs now
 }

@@ -1,9 +1,13 @@
 // Package device is gpuinit's backend-neutral GPU runtime. Open returns the one
-// Runtime of a backend (cuda, hip, sim) without touching the driver; the first
-// Init, DeviceCount or Device initializes it, once per process, through package
-// lazy: work queued with LazyCall before then is replayed right after the
-// driver's init, in order, and may re-enter the Runtime without deadlocking.
-// Failures are memoized and carry the driver's raw code, its name and a hint.
+// Runtime of a backend (cuda, hip, sim, or auto: the first GPU backend that
+// works) without touching the driver; the first Init, DeviceCount or Device
+// initializes it, once per process, through package lazy: work queued with
+// LazyCall before then is replayed right after the driver's init, in order, and
+// may re-enter the Runtime without deadlocking. Failures are memoized and carry
+// the driver's raw code, its name and a hint.
+//
+// Backends register themselves with Register when their package is imported;
+// import package backends to link every backend the build can have.
 package device
 
 import (
@@ -18,30 +22,55 @@ import (
 // Runtime is one backend's lazily initialized state. It is safe for concurrent
 // use. Open returns one Runtime per backend per process; New makes a private one.
 type Runtime struct {
-	backend Backend
-	init    *lazy.Initializer
-	devices atomic.Pointer[[]Info] // stored once by the initialization, before the queue drains
+	init     *lazy.Initializer
+	selector *selector // the GPU runtime's chooser; nil for a fixed backend
+
+	backend atomic.Pointer[Backend] // the backend; for a selector, the choice once made
+	devices atomic.Pointer[[]Info]  // stored once by the initialization, before the queue drains
 }
 
 // New returns a Runtime for b that Open does not share: for tests and for
-// programs that bring their own Backend. Nothing is called on b until first use.
+// programs that bring their own Backend. Nothing is called on b until first use
+// but Name.
 func New(b Backend, opts ...lazy.Option) *Runtime {
-	r := &Runtime{backend: b}
+	r := &Runtime{}
+	r.backend.Store(&b)
 	r.init = lazy.New(r.initialize, opts...)
 	return r
 }
 
+// newGPURuntime is the Runtime over a selector of candidate GPU backends.
+func newGPURuntime(candidates []string) *Runtime {
+	s := &selector{candidates: candidates}
+	r := New(s)
+	r.selector = s
+	return r
+}
+
 func (r *Runtime) initialize(ctx context.Context) error {
-	if err := r.backend.Init(ctx); err != nil {
-		return err
-	}
-	n, err := r.backend.Count()
-	if err != nil {
-		return err
+	var b Backend
+	var n int
+	if r.selector != nil {
+		var err error
+		if b, n, err = r.selector.choose(ctx); err != nil {
+			return err
+		}
+		r.backend.Store(&b)
+		chose(r, b.Name())
+	} else {
+		b = r.Backend()
+		if err := b.Init(ctx); err != nil {
+			return err
+		}
+		var err error
+		if n, err = b.Count(); err != nil {
+			return err
+		}
 	}
 	devices := make([]Info, n)
 	for i := range devices {
-		if devices[i], err = r.backend.Device(i); err != nil {
+		var err error
+		if devices[i], err = b.Device(i); err != nil {
 			return err
 		}
 		devices[i].Ordinal = i
@@ -50,12 +79,14 @@ func (r *Runtime) initialize(ctx context.Context) error {
 	return nil
 }
 
-// Backend returns the backend, for its optional interfaces and its own methods.
-// Calling into it directly bypasses the lazy initialization.
-func (r *Runtime) Backend() Backend { return r.backend }
+// Backend returns the backend, for its optional interfaces and its own methods:
+// for the GPU runtime, the backend chosen at Init, and before that an internal
+// chooser. Calling into it directly bypasses the lazy initialization.
+func (r *Runtime) Backend() Backend { return *r.backend.Load() }
 
-// Name is the backend's name.
-func (r *Runtime) Name() string { return r.backend.Name() }
+// Name is the backend's name: for the GPU runtime, "auto" until Init chooses
+// (or the one backend it was pinned to), then the choice.
+func (r *Runtime) Name() string { return r.Backend().Name() }
 
 // Init initializes the backend on first call and returns the memoized result:
 // the driver's init, the device information, then the work queued by LazyCall.
@@ -81,8 +112,19 @@ func (r *Runtime) State() lazy.State { return r.init.State() }
 // initializing, like torch.cuda.is_initialized.
 func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
 
-// DriverVersion asks the backend for the driver's version without initializing.
-func (r *Runtime) DriverVersion() (int, error) { return r.backend.DriverVersion() }
+// DriverVersion asks the backend for the driver's version without initializing
+// or loading anything; see Backend for what it can answer before Init.
+func (r *Runtime) DriverVersion() (int, error) { return r.Backend().DriverVersion() }
+
+// RuntimeVersion asks a RuntimeVersioner backend for its runtime version, under
+// DriverVersion's rules; other backends get an error wrapping ErrNotSupported.
+func (r *Runtime) RuntimeVersion() (int, error) {
+	rv, ok := r.Backend().(RuntimeVersioner)
+	if !ok {
+		return 0, fmt.Errorf("%w: backend %s reports no runtime version", ErrNotSupported, r.Name())
+	}
+	return rv.RuntimeVersion()
+}
 
 // DeviceCount initializes on first use and reports the number of devices.
 func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {

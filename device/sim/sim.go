@@ -1,14 +1,18 @@
 // Package sim is gpuinit's simulated GPU backend, registered as "sim": pure Go,
-// always available, with plausible devices whose Philox generators draw exactly
-// cuRAND's numbers. It counts every call made into it, so tests can prove that
-// nothing touched the "driver", and every failure of the real drivers can be
-// asked for through options or the environment:
+// always available, with plausible CUDA-like devices whose Philox generators
+// draw exactly cuRAND's numbers. Its errors come from the same code table as the
+// cuda backend's, so a simulated failure reads as the real one does. The
+// failures it can simulate are asked for through options or the environment:
 //
 //	GPUINIT_SIM_DEVICES     number of devices, 0..64 (default 2; 0 fails Init with no-device)
 //	GPUINIT_SIM_INIT_DELAY  how long Init takes, a time.ParseDuration string (default 0)
 //	GPUINIT_SIM_FAIL        no-device | no-driver | driver-mismatch | unknown | panic | hang
 //
-// A value that does not parse is an error from Open, never a silent default.
+// Every variable follows one rule: unset, empty or blank means the default. A
+// value that does not parse is an error from Open, never a silent default.
+// Failures it does not simulate include the loader's own (a stub library, a
+// missing symbol): the fake driver libraries in the cuda and hip tests show
+// those through the real loading code.
 package sim
 
 import (
@@ -21,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/rng/philox"
 )
 
@@ -38,7 +43,7 @@ type Failure string
 const (
 	NoFailure      Failure = ""
 	NoDevice       Failure = "no-device"       // CUDA_ERROR_NO_DEVICE
-	NoDriver       Failure = "no-driver"       // the driver library is missing
+	NoDriver       Failure = "no-driver"       // libcuda.so.1 cannot be loaded
 	DriverMismatch Failure = "driver-mismatch" // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
 	Unknown        Failure = "unknown"         // CUDA_ERROR_UNKNOWN, as after suspend/resume
 	Panic          Failure = "panic"           // the driver call panics
@@ -76,25 +81,29 @@ func WithInitDelay(d time.Duration) Option { return func(b *Backend) { b.delay =
 func WithFailure(f Failure) Option { return func(b *Backend) { b.failure = f } }
 
 // OptionsFromEnv reads GPUINIT_SIM_DEVICES, GPUINIT_SIM_INIT_DELAY and
-// GPUINIT_SIM_FAIL. It fails on any value it cannot use, naming the variable.
+// GPUINIT_SIM_FAIL. A variable that is unset, empty or blank is left at its
+// default; any other value it cannot use is an error naming the variable.
 func OptionsFromEnv() ([]Option, error) {
 	var opts []Option
-	if v, ok := os.LookupEnv(EnvDevices); ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
+	if v := env(EnvDevices); v != "" {
+		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxDevices {
 			return nil, fmt.Errorf("sim: %s=%q: want a whole number of devices from 0 to %d", EnvDevices, v, MaxDevices)
 		}
 		opts = append(opts, WithDevices(n))
 	}
-	if v, ok := os.LookupEnv(EnvInitDelay); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d < 0 {
+	if v := env(EnvInitDelay); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("sim: %s=%q: want a duration such as 250ms: %w", EnvInitDelay, v, err)
+		case d < 0:
 			return nil, fmt.Errorf("sim: %s=%q: want a non-negative duration such as 250ms", EnvInitDelay, v)
 		}
 		opts = append(opts, WithInitDelay(d))
 	}
-	if v, ok := os.LookupEnv(EnvFail); ok && v != "" {
-		f := Failure(strings.TrimSpace(v))
+	if v := env(EnvFail); v != "" {
+		f := Failure(v)
 		found := false
 		for _, known := range failures {
 			found = found || f == known
@@ -111,15 +120,8 @@ func OptionsFromEnv() ([]Option, error) {
 	return opts, nil
 }
 
-// Calls counts the calls made into a Backend.
-type Calls struct {
-	Init, DriverVersion, Count, Device, NewGenerator int64
-}
-
-// Total is the sum of all calls.
-func (c Calls) Total() int64 {
-	return c.Init + c.DriverVersion + c.Count + c.Device + c.NewGenerator
-}
+// env is the variable's value with blanks trimmed; "" when unset.
+func env(name string) string { return strings.TrimSpace(os.Getenv(name)) }
 
 // Backend is a simulated GPU platform. It is safe for concurrent use.
 type Backend struct {
@@ -128,7 +130,6 @@ type Backend struct {
 	failure Failure
 
 	initialized atomic.Bool
-	calls       struct{ init, driverVersion, count, device, newGenerator atomic.Int64 }
 	hang        chan struct{} // never closed: what a hung driver call waits on
 }
 
@@ -145,24 +146,12 @@ func New(opts ...Option) *Backend {
 	return b
 }
 
-// Calls reports how many calls have been made into b so far.
-func (b *Backend) Calls() Calls {
-	return Calls{
-		Init:          b.calls.init.Load(),
-		DriverVersion: b.calls.driverVersion.Load(),
-		Count:         b.calls.count.Load(),
-		Device:        b.calls.device.Load(),
-		NewGenerator:  b.calls.newGenerator.Load(),
-	}
-}
-
 // Name returns "sim".
 func (b *Backend) Name() string { return "sim" }
 
 // Init simulates cuInit(0): the configured delay (cut short by ctx), then the
 // configured failure, if any.
 func (b *Backend) Init(ctx context.Context) error {
-	b.calls.init.Add(1)
 	if b.delay > 0 {
 		t := time.NewTimer(b.delay)
 		defer t.Stop()
@@ -179,20 +168,27 @@ func (b *Backend) Init(ctx context.Context) error {
 		<-b.hang
 	case NoFailure:
 		if b.devices == 0 {
-			return driverError("cuInit", NoDevice)
+			return driverError("cuInit", 100)
 		}
 		b.initialized.Store(true)
 		return nil
+	case NoDriver:
+		return &device.DriverError{Backend: "sim", Op: "dlopen", Sentinel: device.ErrDriverNotFound,
+			Message: "libcuda.so.1: cannot open shared object file: No such file or directory (tried libcuda.so.1)",
+			Hint:    drivercodes.CUDANotFoundHint}
+	case NoDevice:
+		return driverError("cuInit", 100)
+	case DriverMismatch:
+		return driverError("cuInit", 803)
 	}
-	return driverError("cuInit", b.failure)
+	return driverError("cuInit", 999)
 }
 
-// DriverVersion reports 12020, before Init too, as libcuda does; with the
+// DriverVersion reports 12020, before Init too, as loaded libcuda does; with the
 // no-driver failure it fails as a missing library would.
 func (b *Backend) DriverVersion() (int, error) {
-	b.calls.driverVersion.Add(1)
 	if b.failure == NoDriver {
-		return 0, driverError("cuDriverGetVersion", NoDriver)
+		return 0, fmt.Errorf("%w: sim: the simulated driver library is missing", device.ErrNotInitialized)
 	}
 	return DriverVersion, nil
 }
@@ -200,29 +196,35 @@ func (b *Backend) DriverVersion() (int, error) {
 // Count reports the number of devices; before a successful Init it fails with
 // CUDA_ERROR_NOT_INITIALIZED, as the real driver does.
 func (b *Backend) Count() (int, error) {
-	b.calls.count.Add(1)
 	if !b.initialized.Load() {
-		return 0, notInitialized("cuDeviceGetCount")
+		return 0, driverError("cuDeviceGetCount", 3)
 	}
 	return b.devices, nil
 }
 
 // Device describes device ordinal: a simulated Hopper GPU with 80 GiB.
 func (b *Backend) Device(ordinal int) (device.Info, error) {
-	b.calls.device.Add(1)
 	if !b.initialized.Load() {
-		return device.Info{}, notInitialized("cuDeviceGet")
+		return device.Info{}, driverError("cuDeviceGet", 3)
 	}
 	if ordinal < 0 || ordinal >= b.devices {
-		return device.Info{}, fmt.Errorf("%w: sim: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, b.devices)
+		return device.Info{}, driverError("cuDeviceGet", 101)
 	}
-	return device.Info{Ordinal: ordinal, Name: "gpuinit simulated H100", Arch: "sm_90", TotalMemory: 80 << 30}, nil
+	return device.Info{
+		Ordinal:         ordinal,
+		Name:            "gpuinit simulated H100",
+		Arch:            "sm_90",
+		TotalMemory:     80 << 30,
+		UUID:            fmt.Sprintf("GPU-5e1d0c0a-9a7f-4b6e-8d2c-%012x", ordinal),
+		PCIBusID:        fmt.Sprintf("0000:%02x:00.0", 0x18+ordinal),
+		ComputeMajor:    9,
+		Multiprocessors: 132,
+	}, nil
 }
 
 // NewGenerator returns a generator that draws what cuRAND's Philox host
 // generator draws (philox.FillCURAND).
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	b.calls.newGenerator.Add(1)
 	if _, err := b.Device(ordinal); err != nil {
 		return nil, err
 	}
@@ -240,26 +242,10 @@ func (g *generator) Generate(dst []uint32) error {
 	return nil
 }
 
-func notInitialized(op string) error {
-	return &device.DriverError{Backend: "sim", Op: op, Code: 3, Name: "CUDA_ERROR_NOT_INITIALIZED",
-		Message: "initialization error", Hint: "call Init first"}
-}
-
-func driverError(op string, f Failure) error {
-	e := &device.DriverError{Backend: "sim", Op: op}
-	switch f {
-	case NoDevice:
-		e.Code, e.Name, e.Message, e.Sentinel = 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", device.ErrNoDevice
-		e.Hint = "check CUDA_VISIBLE_DEVICES and nvidia-smi; in a container, run with --gpus all"
-	case NoDriver:
-		e.Code, e.Name, e.Message, e.Sentinel = 35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "the driver library could not be loaded", device.ErrDriverNotFound
-		e.Hint = "install the NVIDIA driver (libcuda.so.1) or mount it into the container"
-	case DriverMismatch:
-		e.Code, e.Name, e.Message, e.Sentinel = 803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", device.ErrDriverMismatch
-		e.Hint = "the user-space driver and the kernel module differ: reboot after a driver upgrade, or match the container's libcuda to the host"
-	default:
-		e.Code, e.Name, e.Message = 999, "CUDA_ERROR_UNKNOWN", "unknown error"
-		e.Hint = "often after suspend/resume: reload the nvidia_uvm module or reboot"
-	}
+// driverError is what libcuda would return for code, from the cuda backend's
+// own table, as backend "sim".
+func driverError(op string, code int) *device.DriverError {
+	e := drivercodes.CUDA.Error(op, code, "", "")
+	e.Backend = "sim"
 	return e
 }

@@ -21,6 +21,7 @@ func TestEnvironmentIsParsedStrictly(t *testing.T) {
 		{"devices too many", sim.EnvDevices, "65", "from 0 to 64"},
 		{"delay not a duration", sim.EnvInitDelay, "5", "GPUINIT_SIM_INIT_DELAY"},
 		{"delay negative", sim.EnvInitDelay, "-1s", "non-negative"},
+		{"delay overflowing", sim.EnvInitDelay, "9999999h", "invalid duration"},
 		{"unknown failure", sim.EnvFail, "on-fire", "no-device, no-driver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +41,20 @@ func TestEnvironmentIsParsedStrictly(t *testing.T) {
 	assert.Equal(t, 3, n)
 }
 
+// One rule for every variable: empty or blank means the default.
+func TestEmptyVariablesMeanTheDefault(t *testing.T) {
+	for _, name := range []string{sim.EnvDevices, sim.EnvInitDelay, sim.EnvFail} {
+		for _, value := range []string{"", "  "} {
+			t.Run(name+"="+value, func(t *testing.T) {
+				t.Setenv(name, value)
+				opts, err := sim.OptionsFromEnv()
+				require.NoError(t, err)
+				assert.Empty(t, opts)
+			})
+		}
+	}
+}
+
 func TestFailuresMapOntoSentinels(t *testing.T) {
 	for _, tc := range []struct {
 		f    sim.Failure
@@ -47,7 +62,7 @@ func TestFailuresMapOntoSentinels(t *testing.T) {
 		code int
 	}{
 		{sim.NoDevice, device.ErrNoDevice, 100},
-		{sim.NoDriver, device.ErrDriverNotFound, 35},
+		{sim.NoDriver, device.ErrDriverNotFound, 0},
 		{sim.DriverMismatch, device.ErrDriverMismatch, 803},
 		{sim.Unknown, nil, 999},
 	} {
@@ -56,7 +71,11 @@ func TestFailuresMapOntoSentinels(t *testing.T) {
 			var de *device.DriverError
 			require.ErrorAs(t, err, &de)
 			assert.Equal(t, tc.code, de.Code)
-			assert.Equal(t, "cuInit", de.Op, "the failing call is named as the one that failed")
+			if tc.f == sim.NoDriver {
+				assert.Equal(t, "dlopen", de.Op, "a missing library fails to load, as cuda's does")
+			} else {
+				assert.Equal(t, "cuInit", de.Op, "the failing call is named as the one that failed")
+			}
 			assert.NotEmpty(t, de.Hint)
 			if tc.want != nil {
 				assert.ErrorIs(t, err, tc.want)

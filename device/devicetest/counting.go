@@ -1,0 +1,69 @@
+package devicetest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gpuinit/gpuinit/device"
+)
+
+// Counting wraps a Backend and counts every call made into it, so that a test
+// can prove what touched the driver and how often. It implements
+// device.GeneratorBackend whatever it wraps: over a backend without
+// generators, NewGenerator returns an error wrapping device.ErrNotSupported.
+// It is safe for concurrent use.
+type Counting struct {
+	device.Backend
+	initCalls, versionCalls, countCalls, deviceCalls, generatorCalls atomic.Int64
+}
+
+// Calls is how many times each method of a Counting was called.
+type Calls struct {
+	Init, DriverVersion, Count, Device, NewGenerator int64
+}
+
+// Total is the sum of all calls.
+func (c Calls) Total() int64 {
+	return c.Init + c.DriverVersion + c.Count + c.Device + c.NewGenerator
+}
+
+// Calls reports the calls made so far.
+func (c *Counting) Calls() Calls {
+	return Calls{Init: c.initCalls.Load(), DriverVersion: c.versionCalls.Load(), Count: c.countCalls.Load(),
+		Device: c.deviceCalls.Load(), NewGenerator: c.generatorCalls.Load()}
+}
+
+// Init counts, then calls the wrapped Init.
+func (c *Counting) Init(ctx context.Context) error {
+	c.initCalls.Add(1)
+	return c.Backend.Init(ctx)
+}
+
+// DriverVersion counts, then calls the wrapped DriverVersion.
+func (c *Counting) DriverVersion() (int, error) {
+	c.versionCalls.Add(1)
+	return c.Backend.DriverVersion()
+}
+
+// Count counts, then calls the wrapped Count.
+func (c *Counting) Count() (int, error) {
+	c.countCalls.Add(1)
+	return c.Backend.Count()
+}
+
+// Device counts, then calls the wrapped Device.
+func (c *Counting) Device(ordinal int) (device.Info, error) {
+	c.deviceCalls.Add(1)
+	return c.Backend.Device(ordinal)
+}
+
+// NewGenerator counts, then calls the wrapped NewGenerator if there is one.
+func (c *Counting) NewGenerator(ordinal int) (device.Generator, error) {
+	c.generatorCalls.Add(1)
+	gb, ok := c.Backend.(device.GeneratorBackend)
+	if !ok {
+		return nil, fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, c.Name())
+	}
+	return gb.NewGenerator(ordinal)
+}
