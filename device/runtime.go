@@ -25,8 +25,9 @@ type Runtime struct {
 	init     *lazy.Initializer
 	selector *selector // the GPU runtime's chooser; nil for a fixed backend
 
-	backend atomic.Pointer[Backend] // the backend; for a selector, the choice once made
-	devices atomic.Pointer[[]Info]  // stored once by the initialization, before the queue drains
+	backend   atomic.Pointer[Backend] // the backend; for a selector, the choice once made
+	devices   atomic.Pointer[[]Info]  // stored once by the initialization, before the queue drains
+	minDriver atomic.Int64            // RequireDriverVersion's floor, read by initialize
 }
 
 // New returns a Runtime for b that Open does not share: for tests and for
@@ -48,6 +49,7 @@ func newGPURuntime(candidates []string) *Runtime {
 }
 
 func (r *Runtime) initialize(ctx context.Context) error {
+	ctx = r.withDriverFloor(ctx)
 	var b Backend
 	var n int
 	if r.selector != nil {

@@ -1,53 +1,47 @@
-//go:build cuda && cgo
+//go:build linux && cgo && !nocuda
 
 package cuda
 
-/*
-#include <cuda.h>
-*/
-import "C"
-
 import "runtime"
 
-// PrimaryContext is a device's primary context: the one the CUDA runtime and
-// the libraries built on it (cuRAND, cuBLAS) share with the driver API in this
-// process. Retain it before use and Release it once done.
-type PrimaryContext struct {
-	dev C.CUdevice
-	ctx C.CUcontext
+// primaryContext is a device's primary context: the one the CUDA runtime and
+// the libraries built on it (cudart, cuBLAS, cuRAND, llama.cpp) share with the
+// driver API in this process. Retain it before use and release it once done.
+type primaryContext struct {
+	dev cuDevice
+	ctx cuContext
 }
 
-// RetainPrimaryContext retains device ordinal's primary context
-// (cuDevicePrimaryCtxRetain). cuInit must have succeeded.
-func RetainPrimaryContext(ordinal int) (*PrimaryContext, error) {
-	var p PrimaryContext
-	if err := check("cuDeviceGet", C.cuDeviceGet(&p.dev, C.int(ordinal))); err != nil {
+// retainPrimaryContext retains device ordinal's primary context
+// (cuDevicePrimaryCtxRetain), creating it if no one has. cuInit must have
+// succeeded.
+func retainPrimaryContext(ordinal int) (*primaryContext, error) {
+	dev, r := api.deviceGet(ordinal)
+	if err := check("cuDeviceGet", r); err != nil {
 		return nil, err
 	}
-	if err := check("cuDevicePrimaryCtxRetain", C.cuDevicePrimaryCtxRetain(&p.ctx, p.dev)); err != nil {
+	ctx, r := primaryCtxRetain(dev)
+	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
 		return nil, err
 	}
-	return &p, nil
+	return &primaryContext{dev: dev, ctx: ctx}, nil
 }
 
-// Do makes the context current on a locked OS thread, runs f there, and
-// restores the thread's previous context. f must not start goroutines that use
-// the context.
-func (p *PrimaryContext) Do(f func() error) error {
+// do makes the context current on a locked OS thread, runs f there, and
+// restores the thread's previous context, whatever f does (panic included).
+// f must not start goroutines that use the context.
+func (p *primaryContext) do(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var prev C.CUcontext
-	if err := check("cuCtxGetCurrent", C.cuCtxGetCurrent(&prev)); err != nil {
+	prev, r := swapContext(p.ctx)
+	if err := check("cuCtxSetCurrent", r); err != nil {
 		return err
 	}
-	if err := check("cuCtxSetCurrent", C.cuCtxSetCurrent(p.ctx)); err != nil {
-		return err
-	}
-	defer C.cuCtxSetCurrent(prev)
+	defer setContext(prev)
 	return f()
 }
 
-// Release releases the context (cuDevicePrimaryCtxRelease).
-func (p *PrimaryContext) Release() error {
-	return check("cuDevicePrimaryCtxRelease", C.cuDevicePrimaryCtxRelease(p.dev))
+// release releases the context (cuDevicePrimaryCtxRelease_v2).
+func (p *primaryContext) release() error {
+	return check("cuDevicePrimaryCtxRelease_v2", primaryCtxRelease(p.dev))
 }

@@ -1,112 +1,240 @@
-//go:build cuda && cgo
+//go:build linux && cgo && !nocuda
 
 package cuda
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/internal/devicetest"
+	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-const envLazyProof = "GPUINIT_CUDA_TEST_LAZY_PROOF"
+// The driver is loaded once per process, so each configuration of it runs in
+// a child: this test binary, re-executed with -test.run naming one TestChild
+// function and the environment that sets up the driver. TestChild functions
+// skip unless envChild is set.
+const envChild = "GPUINIT_CUDA_TEST_CHILD"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(envLazyProof) != "" {
-		// Child: Open and LazyCall, then ask the driver whether anyone called
-		// cuInit: before it, cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED.
-		r, err := device.Open("cuda")
-		if err == nil {
-			err = r.LazyCall(context.Background(), func(context.Context) error { return nil })
-		}
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		_, err = (&Backend{}).Count()
-		var de *device.DriverError
-		if errors.As(err, &de) {
-			fmt.Println("code", de.Code, de.Name)
-		} else {
-			fmt.Println("unexpected:", err)
-		}
-		os.Exit(0)
+func runChild(t *testing.T, test string, env ...string) string {
+	t.Helper()
+	out, skipped := startChild(t, test, env...)
+	require.False(t, skipped, "the child skipped:\n%s", out)
+	return out
+}
+
+// startChild runs the child and reports its output, and whether it skipped.
+func startChild(t *testing.T, test string, env ...string) (out string, skipped bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), append(env, envChild+"=1")...)
+	r, err := hangcheck.Run(context.Background(), cmd, 2*time.Minute)
+	require.NoError(t, err)
+	out = r.Stdout + r.Stderr
+	require.Equal(t, hangcheck.OK, r.Verdict, "%s failed:\n%s", test, out)
+	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+}
+
+func child(t *testing.T) {
+	t.Helper()
+	if os.Getenv(envChild) == "" {
+		t.Skip("run by its parent test in a child process")
 	}
-	os.Exit(m.Run())
 }
 
-func TestOpenAndLazyCallDoNotCallCuInit(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envLazyProof+"=1")
-	r, err := hangcheck.Run(context.Background(), cmd, 60*time.Second)
-	require.NoError(t, err)
-	require.Equal(t, hangcheck.OK, r.Verdict, r.Stderr)
-	assert.Equal(t, "code 3 CUDA_ERROR_NOT_INITIALIZED", strings.TrimSpace(r.Stdout))
+// fake builds the fake libcuda.so.1 (from lib) and libcurand.so.10, and
+// returns the environment that loads them and logs the driver's calls, with
+// the log's path.
+func fake(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []string, log string) {
+	t.Helper()
+	path := fakedriver.Build(t, lib)
+	curand := fakedriver.Build(t, fakedriver.CURAND)
+	log = filepath.Join(t.TempDir(), "calls.log")
+	// A -tags cudalink binary links libcuda and libcurand: the loader's path
+	// is how it gets the fakes.
+	ldPath := filepath.Dir(path) + ":" + filepath.Dir(curand)
+	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+		ldPath += ":" + old
+	}
+	return append([]string{EnvLibrary + "=" + path, EnvCurandLibrary + "=" + curand, "GPUINIT_FAKE_CUDA_LOG=" + log,
+		"LD_LIBRARY_PATH=" + ldPath}, env...), log
 }
 
-func TestDriverVersionBeforeInit(t *testing.T) {
-	v, err := (&Backend{}).DriverVersion()
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, v, 11000, "CUDA 11 or later")
-	rv, err := (&Backend{}).RuntimeVersion()
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, rv, 11000)
-	t.Logf("cuDriverGetVersion: %d, built against CUDA_VERSION %d", v, rv)
+// skipIfLinked skips tests of run-time loading in a -tags cudalink build.
+func skipIfLinked(t *testing.T) {
+	t.Helper()
+	if linked {
+		t.Skip("-tags cudalink links libcuda and libcurand: there is no loading to test")
+	}
 }
 
-func TestNoDeviceIsReportedAndMemoized(t *testing.T) {
-	devicetest.CheckNoDeviceMemoized(t, &Backend{}, func(t *testing.T, de *device.DriverError) {
-		assert.Equal(t, 100, de.Code)
-		assert.Equal(t, "CUDA_ERROR_NO_DEVICE", de.Name)
-		assert.Equal(t, "no CUDA-capable device is detected", de.Message, "the driver's own description")
-		assert.Contains(t, de.Error(), "CUDA_VISIBLE_DEVICES")
+func TestOverTheFakeDriver(t *testing.T) {
+	env, log := fake(t, fakedriver.CUDA)
+	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
+	t.Run("nothing loaded before Init, only the version read before cuInit", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		runChild(t, "TestChildLaziness", env...)
+		calls, err := os.ReadFile(log)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+		require.GreaterOrEqual(t, len(lines), 2)
+		assert.Equal(t, []string{"cuDriverGetVersion", "cuInit"}, lines[:2], "the calls before cuInit")
+	})
+	t.Run("a MIG instance's UUID", func(t *testing.T) { runChild(t, "TestChildMIG", append(env, "GPUINIT_FAKE_CUDA_MIG=1")...) })
+	t.Run("without libcurand, generators are unsupported", func(t *testing.T) {
+		skipIfLinked(t)
+		runChild(t, "TestChildNoCurand", append(env, EnvCurandLibrary+"=/nonexistent/libcurand.so.10")...)
 	})
 }
 
-func TestGeneratorWithoutDeviceFailsWithMappedError(t *testing.T) {
-	_, err := (&Backend{}).NewGenerator(0)
+func TestChildDevices(t *testing.T) {
+	child(t)
+	devicetest.TestBackend(t, process, devicetest.GeneratorsDraw(philox.FillCURAND))
+	info0, err := process.Device(0)
+	require.NoError(t, err)
+	info1, err := process.Device(1)
+	require.NoError(t, err)
+	assert.Equal(t, device.Info{
+		Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096,
+		UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0",
+		ComputeMajor: 9, Multiprocessors: 132,
+	}, info0, "memory above 4 GiB through cuDeviceTotalMem_v2; UUID bytes read as unsigned")
+	assert.Equal(t, device.Info{
+		Ordinal: 1, Name: "Fake NVIDIA A100-SXM4-80GB", Arch: "sm_80", TotalMemory: 85899345920,
+		UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0",
+		ComputeMajor: 8, Multiprocessors: 108,
+	}, info1)
+	v, err := process.DriverVersion()
+	require.NoError(t, err)
+	assert.Equal(t, 12040, v)
+}
+
+func TestChildLaziness(t *testing.T) {
+	child(t)
+	r, err := device.Open("cuda")
+	require.NoError(t, err)
+	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
+	_, err = r.DriverVersion()
+	assert.ErrorIs(t, err, device.ErrNotInitialized, "the version is not read before Init")
+	if !linked {
+		assertNoGPULibraryMapped(t)
+	}
+	require.NoError(t, r.Init(context.Background()))
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	assert.Contains(t, string(maps), os.Getenv(EnvLibrary), "Init loaded the driver")
+}
+
+// assertNoGPULibraryMapped checks /proc/self/maps for every GPU library.
+func assertNoGPULibraryMapped(t *testing.T) {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	for _, lib := range []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand"} {
+		assert.False(t, bytes.Contains(maps, []byte(lib)), "%s is mapped before the first Init", lib)
+	}
+}
+
+func TestChildMIG(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	info, err := process.Device(1)
+	require.NoError(t, err)
+	assert.Equal(t, "MIG-01234567-89ab-cdef-fedc-ba987654324a", info.UUID, "cuDeviceGetUuid_v2 differs from its parent GPU's")
+	info, err = process.Device(0)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(info.UUID, "GPU-"))
+}
+
+func TestChildNoCurand(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	_, err := process.NewGenerator(0)
+	require.ErrorIs(t, err, device.ErrNotSupported)
+	assert.ErrorContains(t, err, "libcurand.so.10")
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "dlopen", de.Op)
+	n, err := process.Count()
+	require.NoError(t, err, "the device stays usable")
+	assert.Equal(t, 2, n)
+}
+
+func TestMissingLibraryIsDriverNotFound(t *testing.T) {
+	skipIfLinked(t)
+	runChild(t, "TestChildMissingLibrary", EnvLibrary+"=/nonexistent/libcuda.so.1")
+}
+
+func TestChildMissingLibrary(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrDriverNotFound)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "dlopen", de.Op)
+	assert.Contains(t, de.Message, "/nonexistent/libcuda.so.1: cannot open shared object file", "dlerror's own text")
+	assert.Contains(t, de.Hint, "--gpus")
+	assert.Same(t, err, process.Init(context.Background()), "memoized")
+}
+
+func TestMissingSymbolIsDriverMismatchNamingIt(t *testing.T) {
+	skipIfLinked(t)
+	env, _ := fake(t, fakedriver.Library{Source: "fakecuda.c", Soname: "libcuda.so.1",
+		Defines: []string{"GPUINIT_FAKE_CUDA_OMIT_cuDeviceTotalMem_v2"}})
+	runChild(t, "TestChildMissingSymbol", env...)
+}
+
+func TestChildMissingSymbol(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrDriverMismatch)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "cuDeviceTotalMem_v2", de.Name)
+	assert.Contains(t, err.Error(), "cuDeviceTotalMem_v2")
+}
+
+// TestRealDriver runs over whatever libcuda.so.1 the loader finds: in CI's
+// cuda leg, Debian's driver library 535, which on a machine without a GPU
+// answers cuInit with CUDA_ERROR_NO_DEVICE after reporting its version.
+func TestRealDriver(t *testing.T) {
+	out, skipped := startChild(t, "TestChildRealDriver", EnvLibrary+"=")
+	if skipped {
+		t.Skipf("no NVIDIA driver library here:\n%s", out)
+	}
+	t.Log(out)
+}
+
+func TestChildRealDriver(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	if errors.Is(err, device.ErrDriverNotFound) {
+		t.Skip("no NVIDIA driver library on this machine:", err)
+	}
+	v, verr := process.DriverVersion()
+	require.NoError(t, verr, "the version is read before cuInit, so it is known either way")
+	t.Logf("libcuda reports driver version %d; cuInit: %v", v, err)
 	if err == nil {
-		t.Skip("this machine has a CUDA device")
+		devicetest.TestBackend(t, process, devicetest.GeneratorsDraw(philox.FillCURAND))
+		return
 	}
 	var de *device.DriverError
-	require.ErrorAs(t, err, &de, "a mapped error, not a panic")
-	assert.Equal(t, "cuda", de.Backend)
-}
-
-func TestDeviceQueries(t *testing.T) {
-	devicetest.SkipWithoutDevice(t, &Backend{})
-	r := device.New(&Backend{})
-	devices, err := r.Devices(context.Background())
-	require.NoError(t, err)
-	require.NotEmpty(t, devices)
-	for _, d := range devices {
-		assert.Regexp(t, `^sm_\d+$`, d.Arch)
-		assert.NotZero(t, d.TotalMemory)
-		t.Logf("device %d: %s %s %d bytes", d.Ordinal, d.Name, d.Arch, d.TotalMemory)
-	}
-}
-
-func TestDeviceGeneratorMatchesPhilox(t *testing.T) {
-	devicetest.SkipWithoutDevice(t, &Backend{})
-	g, err := (&Backend{}).NewGenerator(0)
-	require.NoError(t, err)
-	defer g.Close()
-	require.NoError(t, g.SetSeed(42))
-	require.NoError(t, g.SetOffset(6))
-	got := make([]uint32, 4*65536+5)
-	require.NoError(t, g.Generate(got))
-	want := make([]uint32, len(got))
-	philox.FillCURAND(want, 42, 6)
-	assert.Equal(t, want, got)
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "cuInit", de.Op)
+	assert.Equal(t, 100, de.Code)
+	assert.Equal(t, "CUDA_ERROR_NO_DEVICE", de.Name)
+	assert.Equal(t, "no CUDA-capable device is detected", de.Message, "the driver's own description")
+	devicetest.TestBackend(t, process)
 }

@@ -1,82 +1,105 @@
-//go:build cuda && cgo
+//go:build linux && cgo && !nocuda
 
 package cuda
 
 /*
-#cgo LDFLAGS: -lcurand -lcuda
-#include <stdint.h>
-#include <cuda.h>
-#include <curand.h>
-
-// The device pointer is an integer handle to Go; cast it here, not in Go.
-static curandStatus_t gpuinit_curand_generate_device(curandGenerator_t g, CUdeviceptr p, size_t n) {
-	return curandGenerate(g, (unsigned int *)(uintptr_t)p, n);
-}
+#cgo cudalink CFLAGS: -DGPUINIT_CUDALINK
+#cgo cudalink LDFLAGS: -lcurand
+#include "curand_shim.h"
 */
 import "C"
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
+
+// curandLib is libcurand, loaded at the first generator, once per process.
+var curandLib struct {
+	once sync.Once
+	err  error
+}
+
+func loadCurandOnce() error {
+	curandLib.once.Do(func() { curandLib.err = loadCurand() })
+	return curandLib.err
+}
 
 // NewGenerator creates a cuRAND Philox4x32-10 generator on device ordinal
 // (curandCreateGenerator, default ordering) in the device's primary context.
-// Generate draws on the GPU into device memory and copies the values back.
+// libcurand is loaded at the first call; where it cannot be, the error wraps
+// device.ErrNotSupported and the device stays usable. Generate draws on the
+// GPU into device memory and copies the values back.
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	pc, err := RetainPrimaryContext(ordinal)
+	if err := ready("curandCreateGenerator"); err != nil {
+		return nil, err
+	}
+	if _, err := b.Device(ordinal); err != nil {
+		return nil, err
+	}
+	if err := loadCurandOnce(); err != nil {
+		return nil, err
+	}
+	pc, err := retainPrimaryContext(ordinal)
 	if err != nil {
 		return nil, err
 	}
 	g := &Generator{pc: pc}
-	err = pc.Do(func() error {
-		return curandCheck("curandCreateGenerator", C.curandCreateGenerator(&g.gen, C.CURAND_RNG_PSEUDO_PHILOX4_32_10))
+	err = pc.do(func() error {
+		return curandCheck("curandCreateGenerator", C.gpuinit_curandCreate(&g.gen, 0))
 	})
 	if err != nil {
-		_ = pc.Release()
+		_ = pc.release()
 		return nil, err
 	}
 	return g, nil
 }
 
 // NewHostGenerator creates cuRAND's host Philox generator
-// (curandCreateGeneratorHost): it runs on the CPU, needs no GPU and no cuInit,
-// and draws the same numbers as the device generator.
+// (curandCreateGeneratorHost): it runs on the CPU, needs no GPU, no libcuda
+// and no cuInit, and draws the same numbers as the device generator. It loads
+// libcurand as NewGenerator does.
 func NewHostGenerator() (*Generator, error) {
+	if err := loadCurandOnce(); err != nil {
+		return nil, err
+	}
 	g := &Generator{}
-	if err := curandCheck("curandCreateGeneratorHost", C.curandCreateGeneratorHost(&g.gen, C.CURAND_RNG_PSEUDO_PHILOX4_32_10)); err != nil {
+	if err := curandCheck("curandCreateGeneratorHost", C.gpuinit_curandCreate(&g.gen, 1)); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// Generator is a cuRAND Philox generator. It is not safe for concurrent use.
+// Generator is a cuRAND Philox generator: on a device, or on the host. It is
+// not safe for concurrent use.
 type Generator struct {
 	gen C.curandGenerator_t
-	pc  *PrimaryContext // nil for a host generator
+	pc  *primaryContext // nil for a host generator
 }
 
-// do runs f in the generator's context: on a locked thread with the primary
-// context current for a device generator, directly for a host one.
-func (g *Generator) do(f func() error) error {
+// within runs f in the generator's context: on a locked thread with the
+// primary context current for a device generator, directly for a host one.
+func (g *Generator) within(f func() error) error {
 	if g.pc == nil {
 		return f()
 	}
-	return g.pc.Do(f)
+	return g.pc.do(f)
 }
 
 // SetSeed calls curandSetPseudoRandomGeneratorSeed.
 func (g *Generator) SetSeed(seed uint64) error {
-	return g.do(func() error {
-		return curandCheck("curandSetPseudoRandomGeneratorSeed", C.curandSetPseudoRandomGeneratorSeed(g.gen, C.ulonglong(seed)))
+	return g.within(func() error {
+		return curandCheck("curandSetPseudoRandomGeneratorSeed", C.gpuinit_curandSetSeed(g.gen, C.ulonglong(seed)))
 	})
 }
 
 // SetOffset calls curandSetGeneratorOffset: the absolute position, in values.
 func (g *Generator) SetOffset(offset uint64) error {
-	return g.do(func() error {
-		return curandCheck("curandSetGeneratorOffset", C.curandSetGeneratorOffset(g.gen, C.ulonglong(offset)))
+	return g.within(func() error {
+		return curandCheck("curandSetGeneratorOffset", C.gpuinit_curandSetOffset(g.gen, C.ulonglong(offset)))
 	})
 }
 
@@ -87,27 +110,27 @@ func (g *Generator) Generate(dst []uint32) error {
 		return nil
 	}
 	if g.pc == nil {
-		return curandCheck("curandGenerate", C.curandGenerate(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
+		return curandCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 	}
-	return g.pc.Do(func() error {
-		size := C.size_t(4 * len(dst))
-		var buf C.CUdeviceptr
-		if err := check("cuMemAlloc", C.cuMemAlloc(&buf, size)); err != nil {
+	return g.pc.do(func() error {
+		size := 4 * len(dst)
+		buf, r := memAlloc(size)
+		if err := check("cuMemAlloc_v2", r); err != nil {
 			return err
 		}
-		defer C.cuMemFree(buf)
-		if err := curandCheck("curandGenerate", C.gpuinit_curand_generate_device(g.gen, buf, C.size_t(len(dst)))); err != nil {
+		defer memFree(buf)
+		if err := curandCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, buf, C.size_t(len(dst)))); err != nil {
 			return err
 		}
-		return check("cuMemcpyDtoH", C.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
+		return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
 	})
 }
 
 // Close destroys the generator and releases its context.
 func (g *Generator) Close() error {
-	err := g.do(func() error { return curandCheck("curandDestroyGenerator", C.curandDestroyGenerator(g.gen)) })
+	err := g.within(func() error { return curandCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)) })
 	if g.pc != nil {
-		if rerr := g.pc.Release(); err == nil {
+		if rerr := g.pc.release(); err == nil {
 			err = rerr
 		}
 	}
@@ -118,5 +141,5 @@ func curandCheck(op string, s C.curandStatus_t) error {
 	if s == C.CURAND_STATUS_SUCCESS {
 		return nil
 	}
-	return curandCodes.Error(op, int(s), "", "")
+	return drivercodes.CURAND.Error(op, int(s), "", "")
 }

@@ -1,22 +1,56 @@
-// Package cuda is gpuinit's NVIDIA backend, registered as "cuda" when built with
-// -tags cuda (and cgo): cuInit, the driver version, devices (name, compute
-// capability as Arch "sm_XY", total memory) through github.com/mumax/3/cuda/cu,
-// and, through this package's own small cgo, error names, the primary context
-// and cuRAND Philox generators.
+// Package cuda is gpuinit's NVIDIA backend, registered as "cuda" on Linux with
+// cgo (leave it out with -tags nocuda): cuInit, the driver version, devices
+// (name, compute capability as Arch "sm_XY", total memory, UUID, PCI bus id,
+// multiprocessors), the primary context and cuRAND Philox generators.
 //
-// mumax's functions panic with a cu.Result on failure; every call goes through
-// a boundary that turns such a panic into a *device.DriverError with the raw
-// code, the name from cuGetErrorName and a hint, so no panic escapes.
+// Loading. The driver is loaded at the first Init, never at program start and
+// never in Open, so one binary starts on CPU-only, NVIDIA and AMD hosts.
+// Nothing from the CUDA toolkit is needed to build: this package declares the
+// few types and functions it calls, and a small C shim loads them with dlopen
+// and dlsym into one table. The library is found in this order:
+//   - the file GPUINIT_CUDA_LIBRARY names, if set;
+//   - a libcuda.so.1 the process already has (RTLD_NOLOAD): a cgo engine such
+//     as llama.cpp or TensorRT may have loaded it, and it is used as is;
+//   - libcuda.so.1 through the dynamic loader (LD_LIBRARY_PATH, ld.so.cache);
+//   - /usr/lib/wsl/lib/libcuda.so.1, where WSL2 keeps it.
+//
+// Only libcuda.so.1: the bare libcuda.so is, in build images, the toolkit's
+// link stub, which answers CUDA_ERROR_STUB_LIBRARY (34) to every call; a stub
+// found anyway is reported as such, with its path and a hint. A missing
+// library is a *device.DriverError with Op "dlopen" wrapping
+// device.ErrDriverNotFound. The library is never closed.
+//
+// Versioned symbols are asked for by name, as the header macros would pick
+// them: cuDeviceTotalMem_v2 (the unversioned one has a 32-bit size),
+// cuMemAlloc_v2, cuMemFree_v2, cuMemcpyDtoH_v2, cuDevicePrimaryCtxRelease_v2,
+// cuMemGetInfo_v2. A missing required symbol is a *device.DriverError wrapping
+// device.ErrDriverMismatch that names it. cuDeviceGetUuid_v2 (CUDA 11.4) and
+// cuDeviceGetUuid are optional: without either, Info.UUID stays empty.
+//
+// libcurand.so.10 is loaded when the first generator is created (or the file
+// GPUINIT_CURAND_LIBRARY names: GPU hosts often have it only inside the
+// nvidia-curand Python wheel). Without it, generation fails with an error
+// wrapping device.ErrNotSupported; the device stays usable.
+//
+// With -tags cudalink the backend is linked at build time instead: it calls
+// the driver through github.com/mumax/3/cuda/cu where that package has the
+// call, and through <cuda.h> and <curand.h> elsewhere. That build needs the
+// CUDA toolkit, and the binary needs libcuda.so.1 to start at all. The
+// backend's logic, error mapping and tests are the same in both modes.
 //
 // Thread discipline: the CUDA current context is per OS thread, and goroutines
 // move between threads. cuInit, cuDriverGetVersion and the device queries need
-// no context. Anything that makes a context current and then uses it (device
-// generators: retain the primary context, make it current, allocate, generate,
-// copy back) runs under runtime.LockOSThread from start to finish.
+// no context. Anything that makes a context current and then uses it runs
+// under runtime.LockOSThread from start to finish, and restores the thread's
+// previous context.
 //
-// A binary linked with -lcuda does not start where libcuda.so.1 is missing: the
-// dynamic loader stops it before main, so this backend never sees that case.
-//
-// Without the cuda tag the package is empty and registers nothing, so that
-// importing it (as package backends does) is harmless.
+// Without cgo, off Linux or with -tags nocuda, the package registers "cuda" as
+// unavailable, with the reason, so that Open("cuda") and auto say why.
 package cuda
+
+// Environment variables naming files to load instead of searching, for odd
+// installs and for tests.
+const (
+	EnvLibrary       = "GPUINIT_CUDA_LIBRARY"
+	EnvCurandLibrary = "GPUINIT_CURAND_LIBRARY"
+)

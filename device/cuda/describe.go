@@ -1,0 +1,75 @@
+//go:build linux && cgo && !nocuda
+
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/gpuinit/gpuinit/device"
+)
+
+// CUdevice_attribute values, from cuda.h (stable across CUDA releases).
+const (
+	attrMultiprocessorCount    = 16
+	attrIntegrated             = 18
+	attrPCIBusID               = 33
+	attrPCIDeviceID            = 34
+	attrComputeCapabilityMajor = 75
+	attrComputeCapabilityMinor = 76
+	attrPCIDomainID            = 50
+)
+
+// describe reads what device.Info holds for one device; the caller has
+// checked the ordinal.
+func describe(ordinal int) (device.Info, error) {
+	dev, r := api.deviceGet(ordinal)
+	if err := check("cuDeviceGet", r); err != nil {
+		return device.Info{}, err
+	}
+	info := device.Info{Ordinal: ordinal}
+	var err error
+	if info.Name, r = api.deviceGetName(dev); r != 0 {
+		return device.Info{}, check("cuDeviceGetName", r)
+	}
+	if info.TotalMemory, r = api.deviceTotalMem(dev); r != 0 {
+		return device.Info{}, check("cuDeviceTotalMem_v2", r)
+	}
+	var bus, slot, domain, integrated int
+	for attr, dst := range map[int]*int{
+		attrComputeCapabilityMajor: &info.ComputeMajor, attrComputeCapabilityMinor: &info.ComputeMinor,
+		attrMultiprocessorCount: &info.Multiprocessors, attrIntegrated: &integrated,
+		attrPCIBusID: &bus, attrPCIDeviceID: &slot, attrPCIDomainID: &domain,
+	} {
+		if *dst, r = api.deviceGetAttribute(attr, dev); r != 0 {
+			return device.Info{}, check(fmt.Sprintf("cuDeviceGetAttribute(%d)", attr), r)
+		}
+	}
+	info.Integrated = integrated != 0
+	info.Arch = fmt.Sprintf("sm_%d%d", info.ComputeMajor, info.ComputeMinor)
+	info.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.0", domain, bus, slot)
+	if info.UUID, err = uuidOf(dev); err != nil {
+		return device.Info{}, err
+	}
+	return info, nil
+}
+
+// uuidOf spells the device's UUID as nvidia-smi does: "GPU-" and the 16 bytes
+// as 8-4-4-4-12 hex digits, or "MIG-" for a MIG instance. cuDeviceGetUuid_v2
+// gives a MIG instance its own UUID while the older call gives its parent
+// GPU's, so a device whose two answers differ is a MIG instance.
+func uuidOf(dev cuDevice) (string, error) {
+	b, v2, r := deviceUUID(dev)
+	if r == notLoaded {
+		return "", nil // neither call exists in this driver: the field stays empty
+	}
+	if err := check("cuDeviceGetUuid_v2", r); err != nil {
+		return "", err
+	}
+	prefix := "GPU-"
+	if v2 {
+		if parent, r := deviceUUIDv1(dev); r == 0 && parent != b {
+			prefix = "MIG-"
+		}
+	}
+	return prefix + fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}

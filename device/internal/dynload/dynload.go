@@ -1,0 +1,133 @@
+// Package dynload finds and loads a vendor library at run time, in the order
+// and with the errors the backends share: the file an environment variable
+// names, else a library the process already has (a cgo engine may have loaded
+// one: two copies of a GPU runtime in one process break both), else the
+// dynamic loader's own search (LD_LIBRARY_PATH, the cache), else the usual
+// install directories. It is pure Go: each backend brings its dlopen and dlsym
+// as a Loader, written in its own cgo, so that cgo stays in the backends.
+// Libraries are never closed.
+package dynload
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/gpuinit/gpuinit/device"
+)
+
+// Handle is what dlopen returned.
+type Handle = unsafe.Pointer
+
+// Loader is one backend's dlopen and dlsym. Open loads name with
+// RTLD_NOW|RTLD_LOCAL, or with noload only if the process has it already
+// (RTLD_NOLOAD), and returns the handle and the file loaded; on failure a nil
+// handle and dlerror's text, read in the same C call.
+type Loader interface {
+	Open(name string, noload bool) (h Handle, path, errText string)
+}
+
+// Spec says what to load.
+type Spec struct {
+	Backend string   // the backend's name, for errors: "cuda"
+	Names   []string // candidate file names, best first: "libcuda.so.1"
+	Dirs    []string // directories to try after the loader's own search
+	Env     string   // the variable that names a file to use instead
+	Hint    string   // what to do when nothing loads
+}
+
+// Library is a loaded library.
+type Library struct {
+	Handle    Handle
+	Path      string // the file loaded, as the dynamic loader knows it
+	Preloaded bool   // the process had it before this load
+}
+
+// Load finds and loads the library spec describes. A failure is a
+// *device.DriverError with Op "dlopen" wrapping device.ErrDriverNotFound, the
+// loader's own message and every name tried.
+func Load(l Loader, spec Spec) (Library, error) {
+	if file := strings.TrimSpace(os.Getenv(spec.Env)); file != "" {
+		h, path, msg := l.Open(file, false)
+		if h == nil {
+			return Library{}, notFound(spec, msg, fmt.Sprintf("%s=%s", spec.Env, file))
+		}
+		return Library{Handle: h, Path: path}, nil
+	}
+	for _, name := range spec.Names {
+		if h, path, _ := l.Open(name, true); h != nil {
+			return Library{Handle: h, Path: path, Preloaded: true}, nil
+		}
+	}
+	var first string
+	for _, name := range spec.Names {
+		h, path, msg := l.Open(name, false)
+		if h != nil {
+			return Library{Handle: h, Path: path}, nil
+		}
+		if first == "" {
+			first = msg
+		}
+	}
+	var tried []string
+	for _, dir := range dedupe(spec.Dirs) {
+		for _, name := range spec.Names {
+			file := filepath.Join(dir, name)
+			if _, err := os.Stat(file); err != nil {
+				continue
+			}
+			h, path, msg := l.Open(file, false)
+			if h != nil {
+				return Library{Handle: h, Path: path}, nil
+			}
+			tried = append(tried, file+": "+msg)
+		}
+	}
+	where := strings.Join(spec.Names, ", ")
+	if dirs := dedupe(spec.Dirs); len(dirs) > 0 {
+		where += " (the loader's search, then " + strings.Join(dirs, ", ") + ")"
+	}
+	if len(tried) > 0 {
+		first += "; " + strings.Join(tried, "; ")
+	}
+	return Library{}, notFound(spec, first, where)
+}
+
+func notFound(spec Spec, msg, tried string) error {
+	return &device.DriverError{Backend: spec.Backend, Op: "dlopen", Sentinel: device.ErrDriverNotFound,
+		Message: msg + " (tried " + tried + ")", Hint: spec.Hint}
+}
+
+// MissingSymbol is the error for a library that lacks a function the backend
+// needs: the library is too old (or not the vendor's), so it wraps
+// device.ErrDriverMismatch and names the function.
+func MissingSymbol(backend string, lib Library, symbol, msg, hint string) error {
+	return &device.DriverError{Backend: backend, Op: "dlsym", Name: symbol, Sentinel: device.ErrDriverMismatch,
+		Message: fmt.Sprintf("%s lacks %s: %s", lib.Path, symbol, msg), Hint: hint}
+}
+
+// Dirs returns the directories to try after the loader's search, in order,
+// skipping empty entries: each of roots joined with sub (so "$ROCM_PATH" and
+// "lib" give "$ROCM_PATH/lib"), then fixed.
+func Dirs(roots []string, sub string, fixed ...string) []string {
+	var dirs []string
+	for _, r := range roots {
+		if r = strings.TrimSpace(r); r != "" {
+			dirs = append(dirs, filepath.Join(r, sub))
+		}
+	}
+	return append(dirs, fixed...)
+}
+
+func dedupe(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

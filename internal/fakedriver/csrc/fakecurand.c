@@ -1,0 +1,74 @@
+// A fake libcurand.so.10 for gpuinit's tests: Philox4x32-10 generators with
+// cuRAND's host ordering (65536 interleaved subsequences), for the fake
+// libcuda's "device" memory, which is host memory. Device generators need a
+// context current on the calling thread, as the real library's do; the fake
+// asks libcuda through cuCtxGetCurrent, resolved in the process at run time.
+//
+//   GPUINIT_FAKE_CURAND_LOG  append one line per call to this file
+//
+// Build: cc -shared -fPIC -Wl,-soname,libcurand.so.10 -o libcurand.so.10 fakecurand.c -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int curandStatus_t;
+struct curandGenerator_st { int host; unsigned long long seed, offset; };
+typedef struct curandGenerator_st *curandGenerator_t;
+
+static void logcall(const char *what) {
+	const char *path = getenv("GPUINIT_FAKE_CURAND_LOG");
+	if (!path || !*path) return;
+	FILE *f = fopen(path, "a");
+	if (f) { fprintf(f, "%s\n", what); fclose(f); }
+}
+
+// has_context asks the driver in the process whether this thread has one.
+static int has_context(void) {
+	int (*get)(void **) = (int (*)(void **))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
+	void *ctx = 0;
+	if (!get) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+		if (h) get = (int (*)(void **))dlsym(h, "cuCtxGetCurrent");
+	}
+	return get && get(&ctx) == 0 && ctx != 0;
+}
+
+static curandStatus_t create(curandGenerator_t *g, int type, int host) {
+	if (!g) return 102;
+	if (type != 161) return 103; // only PHILOX4_32_10
+	if (!host && !has_context()) return 203; // INITIALIZATION_FAILED
+	*g = calloc(1, sizeof **g);
+	(*g)->host = host;
+	return 0;
+}
+
+curandStatus_t curandCreateGenerator(curandGenerator_t *g, int type) { logcall("curandCreateGenerator"); return create(g, type, 0); }
+curandStatus_t curandCreateGeneratorHost(curandGenerator_t *g, int type) { logcall("curandCreateGeneratorHost"); return create(g, type, 1); }
+curandStatus_t curandDestroyGenerator(curandGenerator_t g) { logcall("curandDestroyGenerator"); free(g); return 0; }
+curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t g, unsigned long long s) { g->seed = s; return 0; }
+curandStatus_t curandSetGeneratorOffset(curandGenerator_t g, unsigned long long o) { g->offset = o; return 0; }
+
+static void philox(unsigned c[4], unsigned k0, unsigned k1) {
+	for (int r = 0; r < 10; r++) {
+		if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+		unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
+		unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
+		unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+		c[1] = (unsigned)p1; c[3] = (unsigned)p0; c[0] = n0; c[2] = n2;
+	}
+}
+
+curandStatus_t curandGenerate(curandGenerator_t g, unsigned int *out, size_t n) {
+	logcall("curandGenerate");
+	if (!g->host && !has_context()) return 201;
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long e = g->offset + i, j = e / 4, h = j >> 16;
+		unsigned c[4] = {(unsigned)h, (unsigned)(h >> 32), (unsigned)(j & 0xFFFF), 0};
+		philox(c, (unsigned)g->seed, (unsigned)(g->seed >> 32));
+		out[i] = c[e % 4];
+	}
+	g->offset += n;
+	return 0;
+}

@@ -1,0 +1,64 @@
+// Package fakedriver builds fake vendor driver libraries for tests, from C
+// sources kept here, with the system's C compiler: a libcuda.so.1 (and later
+// others) that answers like a host with two GPUs and is strict where the real
+// driver is. With them, the cgo loading and query paths run in CI, where no
+// GPU exists. Each library documents the environment variables that set its
+// answers; tests set them in child processes, since a driver once loaded
+// stays loaded.
+package fakedriver
+
+import (
+	"embed"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+//go:embed csrc/*.c
+var sources embed.FS
+
+// Library is one fake library to build.
+type Library struct {
+	Source  string   // the C file here, e.g. "fakecuda.c"
+	Soname  string   // the file name and DT_SONAME, e.g. "libcuda.so.1"
+	Defines []string // extra -D flags, e.g. to leave a function out
+}
+
+// The fake libraries.
+var (
+	CUDA   = Library{Source: "fakecuda.c", Soname: "libcuda.so.1"}
+	CURAND = Library{Source: "fakecurand.c", Soname: "libcurand.so.10"}
+)
+
+// Build compiles lib into a fresh directory of t's and returns the library's
+// path. It skips the test if there is no C compiler.
+func Build(t testing.TB, lib Library) string {
+	t.Helper()
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no C compiler (%s) to build the fake %s", cc, lib.Soname)
+	}
+	src, err := sources.ReadFile("csrc/" + lib.Source)
+	if err != nil {
+		t.Fatalf("fakedriver: %v", err)
+	}
+	dir := t.TempDir()
+	cfile := filepath.Join(dir, lib.Source)
+	if err := os.WriteFile(cfile, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, lib.Soname)
+	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-soname," + lib.Soname, "-o", out}
+	for _, d := range lib.Defines {
+		args = append(args, "-D"+d)
+	}
+	args = append(args, cfile, "-lpthread", "-ldl")
+	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("fakedriver: building %s: %v\n%s", lib.Soname, err, msg)
+	}
+	return out
+}
