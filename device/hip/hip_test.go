@@ -1,69 +1,246 @@
-//go:build hip && cgo
+//go:build linux && cgo && !nohip
 
 package hip
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/internal/devicetest"
+	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestVersionsBeforeInit(t *testing.T) {
-	b := &Backend{}
-	v, err := b.DriverVersion()
-	require.NoError(t, err)
-	assert.Positive(t, v)
-	rv, err := b.RuntimeVersion()
-	require.NoError(t, err)
-	assert.Positive(t, rv)
-	t.Logf("hipDriverGetVersion %d, hipRuntimeGetVersion %d", v, rv)
+// The runtime is loaded once per process, so each configuration runs in a
+// child: this test binary, re-executed with -test.run naming one TestChild
+// function. TestChild functions skip unless envChild is set.
+const envChild = "GPUINIT_HIP_TEST_CHILD"
+
+func runChild(t *testing.T, test string, env ...string) string {
+	t.Helper()
+	out, skipped := startChild(t, test, env...)
+	require.False(t, skipped, "the child skipped:\n%s", out)
+	return out
 }
 
-func TestNoDeviceIsReportedAndMemoized(t *testing.T) {
-	devicetest.CheckNoDeviceMemoized(t, &Backend{}, func(t *testing.T, de *device.DriverError) {
-		assert.Contains(t, []int{100, 101}, de.Code, "ROCm 5.2 answers 101, later versions 100")
-		assert.Contains(t, []string{"hipErrorNoDevice", "hipErrorInvalidDevice"}, de.Name)
-		assert.Contains(t, de.Error(), "/dev/kfd")
+func startChild(t *testing.T, test string, env ...string) (out string, skipped bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), append(env, envChild+"=1")...)
+	r, err := hangcheck.Run(context.Background(), cmd, 2*time.Minute)
+	require.NoError(t, err)
+	out = r.Stdout + r.Stderr
+	require.Equal(t, hangcheck.OK, r.Verdict, "%s failed:\n%s", test, out)
+	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+}
+
+func child(t *testing.T) {
+	t.Helper()
+	if os.Getenv(envChild) == "" {
+		t.Skip("run by its parent test in a child process")
+	}
+}
+
+// fakeHost builds the fake libamdhip64.so.6 and libhiprand.so.1 side by side,
+// a sysfs tree with their KFD topology (and a third GPU of the host that this
+// process does not see), and a /dev with a kfd node; it returns the
+// environment that uses them, and the call log's path.
+func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []string, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	lib := fakedriver.BuildInto(t, dir, hip)
+	fakedriver.BuildInto(t, dir, fakedriver.HIPRAND)
+	sys := t.TempDir()
+	for i, props := range []string{
+		"cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n",
+		"cpu_cores_count 0\nsimd_count 352\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 33536\ndomain 0\nunique_id 42\n",
+		"cpu_cores_count 0\nsimd_count 384\nsimd_per_cu 4\ngfx_target_version 110000\nlocation_id 768\ndomain 0\nunique_id 0\n",
+		"cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\nunique_id 17217756948692853760\n",
+	} {
+		node := filepath.Join(sys, "class/kfd/kfd/topology/nodes", fmt.Sprint(i))
+		require.NoError(t, os.MkdirAll(node, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(node, "properties"), []byte(props), 0o644))
+	}
+	dev := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
+	log = filepath.Join(t.TempDir(), "calls.log")
+	return append([]string{EnvLibrary + "=" + lib, kfd.EnvSysfsRoot + "=" + sys, drivercodes.EnvDevRoot + "=" + dev,
+		"GPUINIT_FAKE_HIP_LOG=" + log, EnvHiprandLibrary + "="}, env...), log
+}
+
+func TestOverTheFakeRuntime(t *testing.T) {
+	env, log := fakeHost(t, fakedriver.HIP)
+	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
+	t.Run("nothing loaded or initialized before Init", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		runChild(t, "TestChildLaziness", env...)
+		calls, err := os.ReadFile(log)
+		require.NoError(t, err)
+		first, _, _ := strings.Cut(string(calls), "\n")
+		assert.Equal(t, "hipInit", first, "hipInit is the first call into HIP")
+		assert.NotContains(t, string(calls), "implicit-init", "no other call started the runtime")
+	})
+	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
+		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
+	})
+	t.Run("no device: the hint names /dev/kfd and the variable that hides every GPU", func(t *testing.T) {
+		noKFD := t.TempDir()
+		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", drivercodes.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+	})
+	t.Run("too old for the server's floor", func(t *testing.T) {
+		runChild(t, "TestChildFloor", append(env, "GPUINIT_FAKE_HIP_VERSION=50221153")...)
 	})
 }
 
-func TestGeneratorCreatesButCannotGenerateWithoutDevice(t *testing.T) {
-	b := &Backend{}
-	if b.Init(context.Background()) == nil {
-		t.Skip("this machine has a HIP device")
+func TestChildDevices(t *testing.T) {
+	child(t)
+	devicetest.TestBackend(t, process, devicetest.GeneratorsDraw(philox.FillSequential))
+	want := []device.Info{
+		{Ordinal: 0, Name: "Fake AMD Instinct MI250X", Arch: "gfx90a", TotalMemory: 68702699520,
+			UUID: "GPU-eef1c2b8a3d9e400", PCIBusID: "0000:c1:00.0", Multiprocessors: 110},
+		{Ordinal: 1, Name: "Fake AMD Radeon PRO W7900", Arch: "gfx1100", TotalMemory: 51522830336,
+			PCIBusID: "0000:03:00.0", Multiprocessors: 96},
 	}
-	g, err := b.NewGenerator(0)
-	require.NoError(t, err, "creating a generator needs no GPU")
-	defer g.Close()
-	require.NoError(t, g.SetSeed(42))
-	require.NoError(t, g.SetOffset(4))
-	err = g.Generate(make([]uint32, 8))
-	var de *device.DriverError
-	require.ErrorAs(t, err, &de, "a mapped error, not a crash")
-	assert.Equal(t, "hip", de.Backend)
-	t.Logf("Generate without a GPU: %v", err)
+	for i, w := range want {
+		got, err := process.Device(i)
+		require.NoError(t, err)
+		assert.Equal(t, w, got, "device %d: matched to its KFD node by PCI bus id, not by index", i)
+	}
+	v, err := process.DriverVersion()
+	require.NoError(t, err)
+	assert.Equal(t, 60241134, v)
 }
 
-func TestDeviceQueriesAndGenerator(t *testing.T) {
-	devicetest.SkipWithoutDevice(t, &Backend{})
-	r := device.New(&Backend{})
-	devices, err := r.Devices(context.Background())
+func TestChildLaziness(t *testing.T) {
+	child(t)
+	r, err := device.Open("hip")
 	require.NoError(t, err)
-	for _, d := range devices {
-		assert.Regexp(t, `^gfx[0-9a-f]+$`, d.Arch)
+	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
+	_, err = r.DriverVersion()
+	assert.ErrorIs(t, err, device.ErrNotInitialized, "hipDriverGetVersion would start the runtime")
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	for _, lib := range []string{"libcuda", "libcurand", "libamdhip64", "libhiprand", "librocrand"} {
+		assert.False(t, bytes.Contains(maps, []byte(lib)), "%s is mapped before the first Init", lib)
 	}
-	g, err := (&Backend{}).NewGenerator(0)
-	require.NoError(t, err)
-	defer g.Close()
-	require.NoError(t, g.SetSeed(42))
-	got := make([]uint32, 1024)
-	require.NoError(t, g.Generate(got))
-	want := make([]uint32, len(got))
-	philox.FillSequential(want, 42, 0)
-	assert.Equal(t, want, got, "rocRAND's ordering is one sequential stream")
+	require.NoError(t, r.Init(context.Background()))
+}
+
+func TestChildOverride(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	for i := range 2 {
+		info, err := process.Device(i)
+		require.NoError(t, err)
+		assert.Equal(t, "gfx1030", info.Arch)
+	}
+}
+
+func TestChildNoDevice(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrNoDevice)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, 101, de.Code, "ROCm before 6.2 reports a missing /dev/kfd as 101")
+	assert.Contains(t, de.Hint, "kfd: the amdgpu kernel driver is not loaded")
+	assert.Contains(t, de.Hint, `ROCR_VISIBLE_DEVICES="-1" hides every device`)
+}
+
+func TestChildFloor(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	require.NoError(t, r.RequireDriverVersion(60000000))
+	err := r.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrDriverMismatch)
+	assert.ErrorContains(t, err, "reports 50221153, this process needs 60000000")
+}
+
+func TestMissingLibraryIsDriverNotFound(t *testing.T) {
+	runChild(t, "TestChildMissingLibrary", EnvLibrary+"=/nonexistent/libamdhip64.so.6")
+}
+
+func TestChildMissingLibrary(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrDriverNotFound)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "dlopen", de.Op)
+	assert.Contains(t, de.Message, "cannot open shared object file")
+	assert.Contains(t, de.Hint, "lacks the ROCm runtime")
+}
+
+func TestMissingSymbolIsDriverMismatchNamingIt(t *testing.T) {
+	env, _ := fakeHost(t, fakedriver.Library{Source: "fakehip.c", Soname: "libamdhip64.so.6",
+		Defines: []string{"GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId"}})
+	runChild(t, "TestChildMissingSymbol", env...)
+}
+
+func TestChildMissingSymbol(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrDriverMismatch)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "hipDeviceGetPCIBusId", de.Name)
+}
+
+func TestWithoutHiprandGeneratorsAreUnsupported(t *testing.T) {
+	env, _ := fakeHost(t, fakedriver.HIP, EnvHiprandLibrary+"=/nonexistent/libhiprand.so.1")
+	runChild(t, "TestChildNoHiprand", env...)
+}
+
+func TestChildNoHiprand(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	_, err := process.NewGenerator(0)
+	require.ErrorIs(t, err, device.ErrNotSupported)
+	assert.ErrorContains(t, err, "libhiprand.so.1")
+	n, err := process.Count()
+	require.NoError(t, err, "the device stays usable")
+	assert.Equal(t, 2, n)
+}
+
+// TestRealRuntime runs over whatever libamdhip64 the loader finds: in CI's
+// hip leg, Debian's HIP 5.2, which without /dev/kfd answers hipInit with 101.
+func TestRealRuntime(t *testing.T) {
+	out, skipped := startChild(t, "TestChildRealRuntime", EnvLibrary+"=", EnvHiprandLibrary+"=")
+	if skipped {
+		t.Skipf("no HIP runtime here:\n%s", out)
+	}
+	t.Log(out)
+}
+
+func TestChildRealRuntime(t *testing.T) {
+	child(t)
+	err := process.Init(context.Background())
+	if errors.Is(err, device.ErrDriverNotFound) {
+		t.Skip("no HIP runtime library on this machine:", err)
+	}
+	t.Logf("hipInit: %v", err)
+	if err == nil {
+		devicetest.TestBackend(t, process, devicetest.GeneratorsDraw(philox.FillSequential))
+		return
+	}
+	require.ErrorIs(t, err, device.ErrNoDevice)
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Contains(t, []int{100, 101}, de.Code, "ROCm 5.2 answers 101, later versions 100")
+	assert.Contains(t, de.Error(), "/dev/kfd")
+	devicetest.TestBackend(t, process)
 }

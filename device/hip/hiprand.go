@@ -1,31 +1,83 @@
-//go:build hip && cgo
+//go:build linux && cgo && !nohip
 
 package hip
 
 /*
-#cgo LDFLAGS: -lhiprand -lamdhip64
-#include <stdint.h>
-#include <hip/hip_runtime_api.h>
-// hiprand.h does not compile as C in these ROCm versions without these.
-typedef struct __half_raw __half;
-typedef struct rocrand_generator_base_type rocrand_generator_base_type;
-#include <hiprand/hiprand.h>
+#include "dl.h"
+#include "hiprand_shim.h"
+
+struct gpuinit_hiprand gpuinit_hiprand;
+
+#define SYM(f) { #f, offsetof(struct gpuinit_hiprand, f), 1 }
+static const struct gpuinit_symbol gpuinit_hiprand_symbols[] = {
+	SYM(hiprandCreateGenerator), SYM(hiprandDestroyGenerator), SYM(hiprandSetPseudoRandomGeneratorSeed),
+	SYM(hiprandSetGeneratorOffset), SYM(hiprandGenerate),
+};
+#undef SYM
+
+static int gpuinit_hiprand_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
+	return gpuinit_dl_bind(h, gpuinit_hiprand_symbols, sizeof gpuinit_hiprand_symbols / sizeof gpuinit_hiprand_symbols[0],
+	                       &gpuinit_hiprand, sizeof gpuinit_hiprand, missing, missinglen, err, errlen);
+}
 */
 import "C"
 
 import (
-	"runtime"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
 )
+
+// hiprandLib is libhiprand, loaded at the first generator, once per process.
+var hiprandLib struct {
+	once sync.Once
+	err  error
+}
+
+// loadHiprand loads libhiprand.so.1 from the directory of the libamdhip64 that
+// Init chose first, so that their ROCm majors match, then through the
+// loader's search. A failure wraps device.ErrNotSupported: without hipRAND
+// there are no device generators, but the device is usable.
+func loadHiprand() error {
+	hiprandLib.once.Do(func() {
+		spec := dynload.Spec{
+			Backend: "hip",
+			Names:   []string{"libhiprand.so.1"},
+			Prefer:  []string{filepath.Dir(runtime.lib.Path)},
+			Env:     EnvHiprandLibrary,
+			Hint:    "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,
+		}
+		lib, err := dynload.Load(cLoader{}, spec)
+		if err == nil {
+			var name, text [256]C.char
+			if C.gpuinit_hiprand_bind(lib.Handle, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
+				err = dynload.MissingSymbol("hip", lib, C.GoString(&name[0]), C.GoString(&text[0]), "install a hipRAND of ROCm 5 or later")
+			}
+		}
+		if err != nil {
+			hiprandLib.err = fmt.Errorf("%w: hip: device generators need hipRAND (libhiprand.so.1): %w", device.ErrNotSupported, err)
+		}
+	})
+	return hiprandLib.err
+}
 
 // NewGenerator creates a hipRAND Philox4x32-10 generator
 // (hiprandCreateGenerator) for device ordinal. Its state lives on the host;
-// Generate runs it on the device.
+// Generate runs it on the device. libhiprand is loaded at the first call.
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
+	if _, err := b.Device(ordinal); err != nil {
+		return nil, err
+	}
+	if err := loadHiprand(); err != nil {
+		return nil, err
+	}
 	g := &Generator{ordinal: ordinal}
-	if err := randCheck("hiprandCreateGenerator", C.hiprandCreateGenerator(&g.gen, C.HIPRAND_RNG_PSEUDO_PHILOX4_32_10)); err != nil {
+	if err := randCheck("hiprandCreateGenerator", C.gpuinit_hiprandCreate(&g.gen)); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -39,45 +91,43 @@ type Generator struct {
 
 // SetSeed calls hiprandSetPseudoRandomGeneratorSeed.
 func (g *Generator) SetSeed(seed uint64) error {
-	return randCheck("hiprandSetPseudoRandomGeneratorSeed", C.hiprandSetPseudoRandomGeneratorSeed(g.gen, C.ulonglong(seed)))
+	return randCheck("hiprandSetPseudoRandomGeneratorSeed", C.gpuinit_hiprandSetSeed(g.gen, C.ulonglong(seed)))
 }
 
 // SetOffset calls hiprandSetGeneratorOffset.
 func (g *Generator) SetOffset(offset uint64) error {
-	return randCheck("hiprandSetGeneratorOffset", C.hiprandSetGeneratorOffset(g.gen, C.ulonglong(offset)))
+	return randCheck("hiprandSetGeneratorOffset", C.gpuinit_hiprandSetOffset(g.gen, C.ulonglong(offset)))
 }
 
 // Generate makes the generator's device current on a locked OS thread,
-// generates len(dst) values into device memory and copies them into dst.
+// generates len(dst) values into device memory, copies them into dst, and
+// restores the thread's previous device.
 func (g *Generator) Generate(dst []uint32) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := check("hipSetDevice", C.hipSetDevice(C.int(g.ordinal))); err != nil {
-		return err
-	}
-	size := C.size_t(4 * len(dst))
-	var buf unsafe.Pointer
-	if err := check("hipMalloc", C.hipMalloc(&buf, size)); err != nil {
-		return err
-	}
-	defer C.hipFree(buf)
-	if err := randCheck("hiprandGenerate", C.hiprandGenerate(g.gen, (*C.uint)(buf), C.size_t(len(dst)))); err != nil {
-		return err
-	}
-	return check("hipMemcpy", C.hipMemcpy(unsafe.Pointer(&dst[0]), buf, size, C.hipMemcpyDeviceToHost))
+	return onDevice(g.ordinal, func() error {
+		size := 4 * len(dst)
+		buf, r := malloc(size)
+		if err := check("hipMalloc", r); err != nil {
+			return err
+		}
+		defer free(buf)
+		if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, buf, C.size_t(len(dst)))); err != nil {
+			return err
+		}
+		return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
+	})
 }
 
 // Close destroys the generator.
 func (g *Generator) Close() error {
-	return randCheck("hiprandDestroyGenerator", C.hiprandDestroyGenerator(g.gen))
+	return randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen))
 }
 
 func randCheck(op string, s C.hiprandStatus_t) error {
 	if s == C.HIPRAND_STATUS_SUCCESS {
 		return nil
 	}
-	return hiprandCodes.Error(op, int(s), "", "")
+	return drivercodes.HIPRAND.Error(op, int(s), "", "")
 }

@@ -29,11 +29,21 @@ type Library struct {
 var (
 	CUDA   = Library{Source: "fakecuda.c", Soname: "libcuda.so.1"}
 	CURAND = Library{Source: "fakecurand.c", Soname: "libcurand.so.10"}
+	// HIP is a ROCm 6 libamdhip64; HIPRAND is built into the same directory
+	// by BuildInto, since hipRAND is looked for beside libamdhip64.
+	HIP     = Library{Source: "fakehip.c", Soname: "libamdhip64.so.6"}
+	HIPRAND = Library{Source: "fakehiprand.c", Soname: "libhiprand.so.1"}
 )
 
 // Build compiles lib into a fresh directory of t's and returns the library's
 // path. It skips the test if there is no C compiler.
 func Build(t testing.TB, lib Library) string {
+	t.Helper()
+	return BuildInto(t, t.TempDir(), lib)
+}
+
+// BuildInto is Build into dir.
+func BuildInto(t testing.TB, dir string, lib Library) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -46,8 +56,7 @@ func Build(t testing.TB, lib Library) string {
 	if err != nil {
 		t.Fatalf("fakedriver: %v", err)
 	}
-	dir := t.TempDir()
-	cfile := filepath.Join(dir, lib.Source)
+	cfile := filepath.Join(t.TempDir(), lib.Source)
 	if err := os.WriteFile(cfile, src, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ var CUDA = &device.CodeTable{Backend: "cuda", Unnamed: "CUresult", Codes: map[in
 	35:  {Name: "CUDA_ERROR_INSUFFICIENT_DRIVER", Sentinel: device.ErrDriverMismatch, Hint: "the NVIDIA driver is older than this CUDA version needs: upgrade the driver (nvidia-smi shows its version)"},
 	100: {Name: "CUDA_ERROR_NO_DEVICE", Sentinel: device.ErrNoDevice, Hint: CUDANoDeviceHint},
 	101: {Name: "CUDA_ERROR_INVALID_DEVICE", Sentinel: device.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; CUDA_VISIBLE_DEVICES renumbers devices"},
+	209: {Name: "CUDA_ERROR_NO_BINARY_FOR_GPU", Sentinel: device.ErrNotSupported, Hint: "the engine has no kernel image for this GPU's compute capability: use a build of the engine that includes it (or PTX for it)"},
 	214: {Name: "CUDA_ERROR_ECC_UNCORRECTABLE", Sticky: true, Hint: "an uncorrectable ECC error: " + stickyCUDAHint + "; the GPU may need a reset (nvidia-smi -r) or replacing"},
 	700: {Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Sticky: true, Hint: "a kernel touched an illegal address: " + stickyCUDAHint},
 	702: {Name: "CUDA_ERROR_LAUNCH_TIMEOUT", Sticky: true, Hint: "a kernel ran past the display watchdog: " + stickyCUDAHint},

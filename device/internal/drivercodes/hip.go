@@ -17,6 +17,7 @@ var HIP = &device.CodeTable{Backend: "hip", Unnamed: "hipError_t", Codes: map[in
 	35:  {Name: "hipErrorInsufficientDriver", Sentinel: device.ErrDriverMismatch, Hint: "the amdgpu kernel driver is older than this ROCm needs: upgrade it, or use a ROCm the host driver supports"},
 	100: {Name: "hipErrorNoDevice", Sentinel: device.ErrNoDevice, Hint: HIPNoDeviceHint},
 	101: {Name: "hipErrorInvalidDevice", Sentinel: device.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; HIP_VISIBLE_DEVICES renumbers devices"},
+	209: {Name: "hipErrorNoBinaryForGpu", Sentinel: device.ErrNotSupported, Hint: "the ROCm libraries have no code for this GPU's gfx target: use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"},
 	214: {Name: "hipErrorECCNotCorrectable", Sticky: true, Hint: "an uncorrectable ECC error: " + stickyHIPHint},
 	700: {Name: "hipErrorIllegalAddress", Sticky: true, Hint: "a kernel touched an illegal address: " + stickyHIPHint},
 	702: {Name: "hipErrorLaunchTimeOut", Sticky: true, Hint: stickyHIPHint},

@@ -53,3 +53,50 @@ func WithVisibilityHint(err error, vars []string) error {
 	}
 	return err
 }
+
+// EnvDevRoot moves /dev, for tests and for containers that mount device nodes
+// elsewhere.
+const EnvDevRoot = "GPUINIT_DEV_ROOT"
+
+// kfdProblem says what is wrong with /dev/kfd, the device node every ROCm
+// process opens, or "" when it can be opened.
+func kfdProblem() string {
+	root := strings.TrimSpace(os.Getenv(EnvDevRoot))
+	if root == "" {
+		root = "/dev"
+	}
+	return kfdProblemAt(root+"/kfd", func(path string) error {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	})
+}
+
+// kfdProblemAt is kfdProblem for the device node at path, opened with open.
+func kfdProblemAt(path string, open func(string) error) string {
+	err := open(path)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, os.ErrNotExist):
+		return "there is no " + path + ": the amdgpu kernel driver is not loaded (modprobe amdgpu; check dmesg), or the container was started without --device=/dev/kfd --device=/dev/dri"
+	case errors.Is(err, os.ErrPermission):
+		return path + " exists but this user cannot open it: add the user to the render and video groups (in a container, --group-add render --group-add video)"
+	}
+	return "opening " + path + ": " + err.Error()
+}
+
+// WithKFDHint prefixes the hint of a HIP no-device error with what is wrong
+// with /dev/kfd, if anything: the commonest causes.
+func WithKFDHint(err error) error {
+	var de *device.DriverError
+	if !errors.Is(err, device.ErrNoDevice) || !errors.As(err, &de) {
+		return err
+	}
+	if p := kfdProblem(); p != "" {
+		de.Hint = p + "; " + de.Hint
+	}
+	return err
+}

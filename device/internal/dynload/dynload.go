@@ -34,6 +34,7 @@ type Loader interface {
 type Spec struct {
 	Backend string   // the backend's name, for errors: "cuda"
 	Names   []string // candidate file names, best first: "libcuda.so.1"
+	Prefer  []string // directories to try before the loader's own search
 	Dirs    []string // directories to try after the loader's own search
 	Env     string   // the variable that names a file to use instead
 	Hint    string   // what to do when nothing loads
@@ -63,6 +64,26 @@ func Load(l Loader, spec Spec) (Library, error) {
 		}
 	}
 	var first string
+	var tried []string
+	inDirs := func(dirs []string) (Library, bool) {
+		for _, dir := range dedupe(dirs) {
+			for _, name := range spec.Names {
+				file := filepath.Join(dir, name)
+				if _, err := os.Stat(file); err != nil {
+					continue
+				}
+				h, path, msg := l.Open(file, false)
+				if h != nil {
+					return Library{Handle: h, Path: path}, true
+				}
+				tried = append(tried, file+": "+msg)
+			}
+		}
+		return Library{}, false
+	}
+	if lib, ok := inDirs(spec.Prefer); ok {
+		return lib, nil
+	}
 	for _, name := range spec.Names {
 		h, path, msg := l.Open(name, false)
 		if h != nil {
@@ -72,23 +93,12 @@ func Load(l Loader, spec Spec) (Library, error) {
 			first = msg
 		}
 	}
-	var tried []string
-	for _, dir := range dedupe(spec.Dirs) {
-		for _, name := range spec.Names {
-			file := filepath.Join(dir, name)
-			if _, err := os.Stat(file); err != nil {
-				continue
-			}
-			h, path, msg := l.Open(file, false)
-			if h != nil {
-				return Library{Handle: h, Path: path}, nil
-			}
-			tried = append(tried, file+": "+msg)
-		}
+	if lib, ok := inDirs(spec.Dirs); ok {
+		return lib, nil
 	}
 	where := strings.Join(spec.Names, ", ")
-	if dirs := dedupe(spec.Dirs); len(dirs) > 0 {
-		where += " (the loader's search, then " + strings.Join(dirs, ", ") + ")"
+	if dirs := dedupe(append(slices.Clone(spec.Prefer), spec.Dirs...)); len(dirs) > 0 {
+		where += " (the loader's search and " + strings.Join(dirs, ", ") + ")"
 	}
 	if len(tried) > 0 {
 		first += "; " + strings.Join(tried, "; ")

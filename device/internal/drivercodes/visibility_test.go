@@ -1,0 +1,70 @@
+package drivercodes
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestHidingSettingsAreNamedInTheNoDeviceHint(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		hides       bool
+	}{
+		{"CUDA_VISIBLE_DEVICES", "", true},
+		{"CUDA_VISIBLE_DEVICES", "-1", true},
+		{"NVIDIA_VISIBLE_DEVICES", "void", true},
+		{"NVIDIA_VISIBLE_DEVICES", "none", true},
+		{"CUDA_VISIBLE_DEVICES", "NoDevFiles", true},
+		{"CUDA_VISIBLE_DEVICES", "0,1", false},
+		{"NVIDIA_VISIBLE_DEVICES", "all", false},
+	} {
+		t.Run(fmt.Sprintf("%s=%q", tc.name, tc.value), func(t *testing.T) {
+			for _, v := range CUDAVisibility {
+				unsetenv(t, v)
+			}
+			t.Setenv(tc.name, tc.value)
+			err := WithVisibilityHint(CUDA.Error("cuInit", 100, "", ""), CUDAVisibility)
+			var de *device.DriverError
+			assert.True(t, errors.As(err, &de))
+			assert.Equal(t, tc.hides, len(Hiding(CUDAVisibility)) > 0)
+			if tc.hides {
+				assert.Contains(t, de.Hint, fmt.Sprintf("%s=%q hides every device", tc.name, tc.value))
+			} else {
+				assert.NotContains(t, de.Hint, "hides every device")
+			}
+		})
+	}
+}
+
+func TestKFDProblems(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fs.ErrNotExist, "there is no /dev/kfd: the amdgpu kernel driver is not loaded"},
+		{fs.ErrPermission, "add the user to the render and video groups"},
+	} {
+		got := kfdProblemAt("/dev/kfd", func(string) error { return tc.err })
+		if tc.want == "" {
+			assert.Empty(t, got)
+		} else {
+			assert.Contains(t, got, tc.want)
+		}
+	}
+}
+
+// unsetenv unsets name for the rest of the test; t.Setenv restores it after.
+func unsetenv(t *testing.T, name string) {
+	t.Helper()
+	t.Setenv(name, "")
+	if err := os.Unsetenv(name); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,177 @@
+// Package kfd reads what the amdgpu kernel driver publishes in sysfs about AMD
+// GPUs, which needs no HIP call: the KFD topology
+// (/sys/class/kfd/kfd/topology/nodes/*/properties) for each GPU's gfx target,
+// unique id and compute units, and the PCI device's VRAM counters
+// (/sys/bus/pci/devices/*/mem_info_vram_*). The hip backend uses it because
+// hipDeviceProp_t changed layout between ROCm majors.
+//
+// KFD nodes are not numbered like HIP ordinals, and a container sees every GPU
+// of the host there, so nodes are matched to devices by PCI bus id, never by
+// index. HSA_OVERRIDE_GFX_VERSION is applied as HIP applies it.
+package kfd
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// EnvSysfsRoot moves the sysfs root from /sys, for tests and for containers
+// that mount the host's sysfs elsewhere.
+const EnvSysfsRoot = "GPUINIT_SYSFS_ROOT"
+
+// EnvOverride is ROCm's own variable that makes HIP treat every GPU as another
+// gfx target, such as "10.3.0" for gfx1030.
+const EnvOverride = "HSA_OVERRIDE_GFX_VERSION"
+
+// Root returns the sysfs root: GPUINIT_SYSFS_ROOT, else /sys.
+func Root() string {
+	if r := strings.TrimSpace(os.Getenv(EnvSysfsRoot)); r != "" {
+		return r
+	}
+	return "/sys"
+}
+
+// Node is one GPU node of the KFD topology.
+type Node struct {
+	PCIBusID     string // dddd:bb:dd.f, lower case
+	GfxTarget    int    // gfx_target_version: 90010 for gfx90a
+	UniqueID     uint64 // 0 where the GPU has none
+	ComputeUnits int
+	Integrated   bool // an APU: its node also has CPU cores
+}
+
+// Nodes reads the GPU nodes of the KFD topology under root. CPU-only nodes
+// (gfx_target_version 0) are left out. A missing topology is an error
+// wrapping os.ErrNotExist.
+func Nodes(root string) ([]Node, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "class/kfd/kfd/topology/nodes/*/properties"))
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("kfd: no topology under %s: %w", root, os.ErrNotExist)
+	}
+	var nodes []Node
+	for _, path := range dirs {
+		p, err := readProperties(path)
+		if err != nil {
+			return nil, err
+		}
+		if p["gfx_target_version"] == 0 {
+			continue
+		}
+		loc := p["location_id"]
+		n := Node{
+			PCIBusID:   fmt.Sprintf("%04x:%02x:%02x.%x", p["domain"], loc>>8, (loc>>3)&0x1f, loc&7),
+			GfxTarget:  int(p["gfx_target_version"]),
+			UniqueID:   p["unique_id"],
+			Integrated: p["cpu_cores_count"] > 0,
+		}
+		if perCU := p["simd_per_cu"]; perCU > 0 {
+			n.ComputeUnits = int(p["simd_count"] / perCU)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// readProperties parses a KFD properties file: one "name value" per line,
+// values unsigned decimal.
+func readProperties(path string) (map[string]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p := map[string]uint64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseUint(strings.TrimSpace(value), 10, 64); err == nil {
+			p[name] = v
+		}
+	}
+	return p, sc.Err()
+}
+
+// Find returns the node with the given PCI bus id (any case).
+func Find(nodes []Node, pciBusID string) (Node, bool) {
+	id := strings.ToLower(pciBusID)
+	for _, n := range nodes {
+		if n.PCIBusID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Arch names a gfx target version as ROCm does: 90010 is "gfx90a" (major 9,
+// minor 0, stepping 10 in hex), 100300 is "gfx1030", 90402 is "gfx942".
+func Arch(version int) string {
+	major, minor, stepping := version/10000, version/100%100, version%100
+	return fmt.Sprintf("gfx%d%d%x", major, minor, stepping)
+}
+
+// Override parses HSA_OVERRIDE_GFX_VERSION ("major.minor.stepping", such as
+// "10.3.0") into a gfx target version; ok is false when it is unset, and err
+// non-nil when it does not parse.
+func Override() (version int, ok bool, err error) {
+	v := strings.TrimSpace(os.Getenv(EnvOverride))
+	if v == "" {
+		return 0, false, nil
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvOverride, v)
+	}
+	var n [3]int
+	for i, s := range parts {
+		x, err := strconv.Atoi(s)
+		if err != nil || x < 0 || (i > 0 && x > 99) {
+			return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvOverride, v)
+		}
+		n[i] = x
+	}
+	return n[0]*10000 + n[1]*100 + n[2], true, nil
+}
+
+// UUID spells a unique id as rocm-smi and ROCR_VISIBLE_DEVICES do: "GPU-" and
+// 16 hex digits; "" for a GPU without one.
+func UUID(uniqueID uint64) string {
+	if uniqueID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("GPU-%016x", uniqueID)
+}
+
+// VRAM reads a PCI device's VRAM counters from amdgpu's sysfs files: total
+// and used bytes. Either file missing is an error wrapping os.ErrNotExist.
+func VRAM(root, pciBusID string) (total, used uint64, err error) {
+	dir := filepath.Join(root, "bus/pci/devices", strings.ToLower(pciBusID))
+	if total, err = readUint(filepath.Join(dir, "mem_info_vram_total")); err != nil {
+		return 0, 0, err
+	}
+	if used, err = readUint(filepath.Join(dir, "mem_info_vram_used")); err != nil {
+		return 0, 0, err
+	}
+	return total, used, nil
+}
+
+func readUint(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("kfd: %s: %w", path, err)
+	}
+	return v, nil
+}

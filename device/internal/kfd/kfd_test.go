@@ -1,0 +1,80 @@
+package kfd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeNode writes one KFD node's properties under root.
+func writeNode(t *testing.T, root string, index int, props string) {
+	t.Helper()
+	dir := filepath.Join(root, "class/kfd/kfd/topology/nodes", strconv.Itoa(index))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "properties"), []byte(props), 0o644))
+}
+
+func TestNodesAreGPUsMatchedByPCIBusID(t *testing.T) {
+	root := t.TempDir()
+	writeNode(t, root, 0, "cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n") // the CPU
+	writeNode(t, root, 1, "cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\nunique_id 17217756948692853760\n")
+	writeNode(t, root, 2, "cpu_cores_count 8\nsimd_count 48\nsimd_per_cu 4\ngfx_target_version 110003\nlocation_id 768\ndomain 1\nunique_id 0\n")
+	nodes, err := Nodes(root)
+	require.NoError(t, err)
+	require.Len(t, nodes, 2, "the CPU node is left out")
+	mi, ok := Find(nodes, "0000:C1:00.0")
+	require.True(t, ok, "bus ids match in any case")
+	assert.Equal(t, Node{PCIBusID: "0000:c1:00.0", GfxTarget: 90010, UniqueID: 17217756948692853760, ComputeUnits: 110}, mi)
+	apu, ok := Find(nodes, "0001:03:00.0")
+	require.True(t, ok)
+	assert.True(t, apu.Integrated)
+	_, ok = Find(nodes, "0000:99:00.0")
+	assert.False(t, ok)
+	_, err = Nodes(t.TempDir())
+	assert.True(t, errors.Is(err, os.ErrNotExist))
+}
+
+func TestArchAndOverride(t *testing.T) {
+	for version, want := range map[int]string{90010: "gfx90a", 100300: "gfx1030", 90402: "gfx942", 110000: "gfx1100", 90008: "gfx908"} {
+		assert.Equal(t, want, Arch(version))
+	}
+	t.Setenv(EnvOverride, "10.3.0")
+	v, ok, err := Override()
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "gfx1030", Arch(v))
+	for _, bad := range []string{"10.3", "ten.3.0", "9.0.100"} {
+		t.Setenv(EnvOverride, bad)
+		_, _, err := Override()
+		assert.Error(t, err, bad)
+	}
+	t.Setenv(EnvOverride, "")
+	_, ok, err = Override()
+	assert.False(t, ok)
+	assert.NoError(t, err)
+}
+
+func TestUUIDIsRocmSmis(t *testing.T) {
+	assert.Equal(t, "GPU-eef1c2b8a3d9e400", UUID(17217756948692853760))
+	assert.Equal(t, "GPU-00000000000000ff", UUID(255))
+	assert.Empty(t, UUID(0))
+}
+
+func TestVRAM(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "bus/pci/devices/0000:c1:00.0")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mem_info_vram_total"), []byte("68702699520\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mem_info_vram_used"), []byte("1073741824\n"), 0o644))
+	total, used, err := VRAM(root, "0000:C1:00.0")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(68702699520), total)
+	assert.Equal(t, uint64(1073741824), used)
+	_, _, err = VRAM(root, "0000:03:00.0")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
