@@ -25,9 +25,10 @@ type Runtime struct {
 	init     *lazy.Initializer
 	selector *selector // the GPU runtime's chooser; nil for a fixed backend
 
-	backend   atomic.Pointer[Backend] // the backend; for a selector, the choice once made
-	devices   atomic.Pointer[[]Info]  // stored once by the initialization, before the queue drains
-	minDriver atomic.Int64            // RequireDriverVersion's floor, read by initialize
+	backend    atomic.Pointer[Backend]           // the backend; for a selector, the choice once made
+	devices    atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
+	minDriver  atomic.Int64                      // RequireDriverVersion's floor, read by initialize
+	visibility atomic.Pointer[map[string]string] // the visibility settings seen at initialization
 }
 
 // New returns a Runtime for b that Open does not share: for tests and for
@@ -50,6 +51,8 @@ func newGPURuntime(candidates []string) *Runtime {
 
 func (r *Runtime) initialize(ctx context.Context) error {
 	ctx = r.withDriverFloor(ctx)
+	seen := readVisibility()
+	r.visibility.Store(&seen)
 	var b Backend
 	var n int
 	if r.selector != nil {
@@ -79,6 +82,16 @@ func (r *Runtime) initialize(ctx context.Context) error {
 	}
 	r.devices.Store(&devices)
 	return nil
+}
+
+// PassedOver reports the GPU backends that the GPU runtime's first Init tried
+// and passed over before its choice (or before failing), with each one's
+// reason, in the order tried; nil for a Runtime of a fixed backend.
+func (r *Runtime) PassedOver() []BackendFailure {
+	if r.selector == nil {
+		return nil
+	}
+	return r.selector.passed()
 }
 
 // Backend returns the backend, for its optional interfaces and its own methods:

@@ -16,6 +16,7 @@ type selector struct {
 	started    bool       // choose has begun; candidates are fixed
 	chosen     Backend    // set once choose succeeds
 	chosenName string     // chosen's name, read under mu without calling it
+	passedOver []BackendFailure
 }
 
 // pin narrows the candidates to name and reports true, if choosing has not
@@ -52,6 +53,9 @@ func (s *selector) choose(ctx context.Context) (Backend, int, error) {
 			return b, n, nil
 		}
 		failures = append(failures, BackendFailure{Backend: name, Err: err})
+		s.mu.Lock()
+		s.passedOver = slices.Clone(failures)
+		s.mu.Unlock()
 	}
 	if len(failures) == 1 {
 		return nil, 0, failures[0].Err
@@ -155,4 +159,11 @@ func (s *selector) chosenBackend() (Backend, error) {
 		return nil, fmt.Errorf("%w: no backend chosen yet", ErrNotInitialized)
 	}
 	return s.chosen, nil
+}
+
+// passed returns the candidates choose tried and passed over, in order.
+func (s *selector) passed() []BackendFailure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.passedOver)
 }

@@ -21,7 +21,7 @@ func buildProbe(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gpuprobe")
 	args := []string{"build", "-o", bin}
-	if tags := os.Getenv("GPUPROBE_TEST_TAGS"); tags != "" {
+	if tags := os.Getenv("GPUPROBE_TEST_TAGS"); tags != "" { // e.g. cudalink
 		args = append(args, "-tags", tags)
 	}
 	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
@@ -72,7 +72,13 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Equal(t, "sim", rep.Backend)
 		assert.Equal(t, 12020, rep.DriverVersion)
 		require.Len(t, rep.Devices, 2)
-		assert.Equal(t, "sm_90", rep.Devices[0].Arch)
+		d := rep.Devices[1]
+		assert.Equal(t, "sm_90", d.Arch)
+		assert.Equal(t, "9.0", d.ComputeCapability)
+		assert.Equal(t, "GPU-5e1d0c0a-9a7f-4b6e-8d2c-000000000001", d.UUID)
+		assert.Equal(t, "0000:19:00.0", d.PCIBusID)
+		assert.Equal(t, 132, d.Multiprocessors)
+		assert.Nil(t, rep.Fallback, "sim was asked for: no fallback")
 		require.Len(t, rep.Scenarios, 6)
 		for _, s := range rep.Scenarios {
 			assert.Equal(t, "ok", s.Verdict, "%s: %s", s.Name, s.Error)
@@ -121,6 +127,19 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Contains(t, r.stdout, "initialization did not finish within 1s")
 	})
 
+	t.Run("a timeout too short to start init is not called a hang", func(t *testing.T) {
+		r := probeRun(t, bin, nil, "-backend", "sim", "-timeout", "1ns")
+		assert.Equal(t, exitFailed, r.code)
+		assert.Contains(t, r.stdout, "initialization did not start: the -timeout of 1ns expired before it could")
+		assert.NotContains(t, r.stdout, "hangs")
+	})
+
+	t.Run("GPUINIT_BACKEND is the default for -backend", func(t *testing.T) {
+		rep := decode(t, probeRun(t, bin, []string{"GPUINIT_BACKEND=sim"}, "-json", "-scenario", "queued"))
+		assert.Equal(t, "sim", rep.Backend)
+		assert.Nil(t, rep.Fallback)
+	})
+
 	t.Run("scenario selection", func(t *testing.T) {
 		rep := decode(t, probeRun(t, bin, nil, "-backend", "sim", "-json", "-scenario", "queued"))
 		require.Len(t, rep.Scenarios, 3)
@@ -129,19 +148,34 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("default backend without GPU backends says so in one line", func(t *testing.T) {
-		if os.Getenv("GPUPROBE_TEST_TAGS") != "" {
-			t.Skip("a GPU backend is compiled in")
-		}
-		r := probeRun(t, bin, nil, "-scenario", "queued")
-		assert.Equal(t, exitOK, r.code)
-		assert.Contains(t, r.stderr, "gpuprobe: no GPU backend compiled in (build with -tags cuda or -tags hip); using sim\n")
+	t.Run("no usable GPU: each backend's reason, then sim, exit 0", func(t *testing.T) {
+		r := probeRun(t, bin, noGPULibraries, "-json", "-scenario", "queued")
+		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
+		rep := decode(t, r)
+		assert.Equal(t, "sim", rep.Backend)
+		require.NotNil(t, rep.Fallback)
+		checkPassedOver(t, rep.Fallback.Backends)
+		assert.Len(t, rep.Scenarios, 3, "the scenarios ran on sim")
+		assert.Contains(t, r.stderr, "gpuprobe: cuda passed over: ")
+		assert.Contains(t, r.stderr, "gpuprobe: hip passed over: ")
+		assert.Contains(t, r.stderr, "-require-gpu turns this off")
+	})
+
+	t.Run("-require-gpu: no fallback, exit 3 with the reasons", func(t *testing.T) {
+		r := probeRun(t, bin, noGPULibraries, "-json", "-require-gpu")
+		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
+		rep := decode(t, r)
+		require.NotNil(t, rep.Fallback)
+		checkPassedOver(t, rep.Fallback.Backends)
+		require.NotNil(t, rep.Error)
+		assert.Equal(t, "no-driver", rep.Error.Kind, "no driver loaded at all")
+		assert.Empty(t, rep.Scenarios)
 	})
 
 	t.Run("real backend: devices, or no device reported as such", func(t *testing.T) {
-		tag := os.Getenv("GPUPROBE_TEST_TAGS")
+		tag := os.Getenv("GPUPROBE_TEST_BACKEND")
 		if tag == "" {
-			t.Skip("set GPUPROBE_TEST_TAGS=cuda or hip (as .ci/run's legs do) to probe a real backend")
+			t.Skip("set GPUPROBE_TEST_BACKEND=cuda or hip (as .ci/run's legs do) to probe a real backend")
 		}
 		r := probeRun(t, bin, nil, "-backend", tag, "-json", "-timeout", "60s")
 		rep := decode(t, r)
@@ -150,7 +184,9 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 			require.NotNil(t, rep.Error)
 			assert.Equal(t, "no-device", rep.Error.Kind, rep.Error.Message)
 			assert.NotEmpty(t, rep.Error.Hint)
-			assert.Positive(t, rep.DriverVersion, "the driver version is read before init")
+			if tag == "cuda" {
+				assert.Positive(t, rep.DriverVersion, "cuda reads the driver version before cuInit")
+			}
 		case exitOK:
 			assert.NotEmpty(t, rep.Devices)
 		default:
@@ -168,7 +204,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		{"unknown flag", nil, []string{"-bogus"}, "flag provided but not defined"},
 		{"bad discipline", nil, []string{"-discipline", "strict"}, "want fixed or legacy"},
 		{"bad scenario", nil, []string{"-scenario", "some"}, "want initialized, queued or all"},
-		{"bad backend", nil, []string{"-backend", "metal"}, "want auto, cuda, hip or sim"},
+		{"bad backend", nil, []string{"-backend", "metal"}, "want auto, cuda, hip, sim"},
 		{"stray argument", nil, []string{"now"}, "unexpected arguments"},
 	} {
 		t.Run("usage: "+tc.name, func(t *testing.T) {
@@ -183,5 +219,32 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Equal(t, exitOK, r.code)
 		assert.Contains(t, r.stderr, "Examples:")
 		assert.Contains(t, r.stderr, "-discipline legacy -timeout 3s")
+		assert.Contains(t, r.stderr, "initialization hung", "the exit statuses name every case")
+		assert.Contains(t, r.stderr, "130 or 143 interrupted")
 	})
+}
+
+// noGPULibraries makes every GPU library impossible to load, whatever this
+// machine has installed.
+var noGPULibraries = []string{
+	"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so",
+}
+
+// checkPassedOver checks that auto's reasons name cuda, then hip, each with
+// the loader's own message.
+func checkPassedOver(t *testing.T, backends []backendFailure) {
+	t.Helper()
+	require.Len(t, backends, 2)
+	for i, name := range []string{"cuda", "hip"} {
+		assert.Equal(t, name, backends[i].Backend)
+		require.NotNil(t, backends[i].Error)
+		if cgoBackends {
+			assert.Equal(t, "no-driver", backends[i].Error.Kind)
+			assert.Equal(t, "dlopen", backends[i].Error.Op)
+			assert.Contains(t, backends[i].Error.Message, "cannot open shared object file", "dlerror's text")
+		} else {
+			assert.Equal(t, "not-compiled", backends[i].Error.Kind)
+			assert.Contains(t, backends[i].Error.Message, "without cgo", "the binary says why it has no GPU backends")
+		}
+	}
 }

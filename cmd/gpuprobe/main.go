@@ -4,12 +4,13 @@
 // scenario in a child process under a timeout (a hang becomes a verdict with the
 // child's goroutine stacks), and checks the device RNG against rng/philox.
 //
-//	go run ./cmd/gpuprobe                       # default backend: cuda or hip if compiled in, else sim
-//	go run -tags cuda ./cmd/gpuprobe -json      # CUDA, machine-readable
+//	go run ./cmd/gpuprobe                       # cuda, then hip; sim (with the reasons) where neither works
+//	go run ./cmd/gpuprobe -require-gpu -json    # no fallback: exit 3 without a usable GPU
 //	go run ./cmd/gpuprobe -discipline legacy -timeout 3s   # reproduce PyTorch's pre-fix hang
 //
-// Exit status: 0 all ok; 1 a scenario hung or failed, or the RNG check failed;
-// 2 bad usage; 3 backend unavailable or no device.
+// Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, or
+// the RNG check failed; 2 bad usage; 3 backend unavailable or no device (with
+// -require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM.
 package main
 
 import (
@@ -21,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,10 +37,13 @@ const (
 	exitFailed      = 1
 	exitUsage       = 2
 	exitUnavailable = 3
+	exitSIGINT      = 128 + int(syscall.SIGINT)  // 130, as shells report it
+	exitSIGTERM     = 128 + int(syscall.SIGTERM) // 143
 )
 
 type config struct {
 	backend    string
+	requireGPU bool
 	timeout    time.Duration
 	json       bool
 	scenario   string
@@ -51,34 +57,46 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gpuprobe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg config
-	fs.StringVar(&cfg.backend, "backend", "auto", "backend: auto, cuda, hip or sim (auto picks cuda, then hip, else sim)")
-	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
-	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
-	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
-	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `gpuprobe: check GPU bring-up and the re-entrant lazy-init paths that hung PyTorch.
+const usageText = `gpuprobe: check GPU bring-up and the re-entrant lazy-init paths that hung PyTorch.
 
 Usage: gpuprobe [flags]
 
 Examples:
-  gpuprobe                                  probe the default backend
-  gpuprobe -json                            the same, as JSON on stdout
+  gpuprobe                                  probe cuda, then hip; without a usable GPU, say why and run on sim
+  gpuprobe -require-gpu -json               a GPU host's check: no fallback, JSON on stdout
   gpuprobe -backend sim -scenario queued    only the queued-callback scenarios, simulated GPU
   gpuprobe -discipline legacy -timeout 3s   show the pre-fix hang and where it is stuck
   GPUINIT_SIM_FAIL=no-device gpuprobe -backend sim    see how a missing GPU is reported
 
 Flags:
-`)
+`
+
+const exitText = `
+Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, or the
+RNG check failed; 2 bad usage; 3 backend unavailable or no device (with
+-require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gpuprobe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	defaultBackend := strings.TrimSpace(os.Getenv(device.EnvBackend))
+	if defaultBackend == "" {
+		defaultBackend = "auto"
+	}
+	known := device.Known()
+	fs.StringVar(&cfg.backend, "backend", defaultBackend, "backend: "+strings.Join(known, ", ")+
+		" (default: $"+device.EnvBackend+", else auto: "+strings.Join(device.AutoOrder(), ", then ")+", else sim)")
+	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "with auto, fail (exit 3) instead of falling back to sim when no GPU backend is usable")
+	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
+	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
+	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
+	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, `
-Exit status: 0 all ok; 1 a scenario hung or failed, or the RNG check failed;
-2 bad usage; 3 backend unavailable or no device.
-`)
+		fmt.Fprint(stderr, exitText)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,8 +112,8 @@ Exit status: 0 all ok; 1 a scenario hung or failed, or the RNG check failed;
 		fmt.Fprintf(stderr, "gpuprobe: unknown -discipline %q: want fixed or legacy\n", cfg.discipline)
 		return exitUsage
 	}
-	if !slices.Contains([]string{"auto", "cuda", "hip", "sim"}, cfg.backend) {
-		fmt.Fprintf(stderr, "gpuprobe: unknown -backend %q: want auto, cuda, hip or sim\n", cfg.backend)
+	if !slices.Contains(known, cfg.backend) {
+		fmt.Fprintf(stderr, "gpuprobe: unknown -backend %q: want %s\n", cfg.backend, strings.Join(known, ", "))
 		return exitUsage
 	}
 	if cfg.timeout <= 0 {
@@ -108,9 +126,12 @@ Exit status: 0 all ok; 1 a scenario hung or failed, or the RNG check failed;
 		return exitUsage
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, interrupted, stop := interruptible()
 	defer stop()
 	rep := probe(ctx, cfg, selected, stderr)
+	if sig := interrupted(); sig != nil {
+		rep.markInterrupted(sig)
+	}
 	if cfg.json {
 		writeJSON(stdout, rep)
 	} else {
@@ -119,17 +140,37 @@ Exit status: 0 all ok; 1 a scenario hung or failed, or the RNG check failed;
 	return rep.ExitCode
 }
 
-// resolveBackend turns "auto" into a compiled-in GPU backend, or sim with a
-// one-line notice when there is none.
-func resolveBackend(name string, progress io.Writer) string {
-	if name != "auto" {
-		return name
-	}
-	for _, gpu := range []string{"cuda", "hip"} {
-		if slices.Contains(device.Backends(), gpu) {
-			return gpu
+// interruptible returns a context that SIGINT and SIGTERM cancel, a function
+// that reports which of them arrived (nil if none), and stop, which releases
+// the signals and waits for the goroutine that watches them.
+func interruptible() (ctx context.Context, interrupted func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var got os.Signal
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case sig := <-signals:
+			mu.Lock()
+			got = sig
+			mu.Unlock()
+			cancel()
+		case <-done:
 		}
+	})
+	interrupted = func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
 	}
-	fmt.Fprintln(progress, "gpuprobe: no GPU backend compiled in (build with -tags cuda or -tags hip); using sim")
-	return "sim"
+	stop = func() {
+		signal.Stop(signals)
+		close(done)
+		wg.Wait()
+		cancel()
+	}
+	return ctx, interrupted, stop
 }

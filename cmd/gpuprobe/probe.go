@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"golang.org/x/sync/errgroup"
@@ -32,50 +32,24 @@ const (
 )
 
 func probe(ctx context.Context, cfg config, selected []scenario, progress io.Writer) report {
-	rep := report{Schema: schema, Discipline: cfg.discipline}
-	rep.Backend = resolveBackend(cfg.backend, progress)
-	rt, err := device.Open(rep.Backend)
-	if err != nil {
-		rep.Error = describe(err)
-		rep.ExitCode = exitUnavailable
-		return rep
-	}
-	if v, err := rt.DriverVersion(); err == nil {
-		rep.DriverVersion = v
-	}
-	if rv, ok := rt.Backend().(interface{ RuntimeVersion() (int, error) }); ok {
-		if v, err := rv.RuntimeVersion(); err == nil {
-			rep.RuntimeVersion = v
-		}
-	}
-
-	fmt.Fprintf(progress, "gpuprobe: initializing %s (timeout %s)\n", rep.Backend, cfg.timeout)
-	initCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	start := time.Now()
-	err = rt.Init(initCtx)
-	timedOut := errors.Is(initCtx.Err(), context.DeadlineExceeded)
-	cancel()
-	rep.InitMillis = millis(time.Since(start))
-	switch {
-	case err != nil && timedOut:
-		rep.Error = &errorInfo{Message: fmt.Sprintf("initialization did not finish within %s: the driver's init hangs", cfg.timeout)}
-		rep.ExitCode = exitFailed
-		return rep
-	case err != nil:
-		rep.Error = describe(err)
-		rep.ExitCode = exitUnavailable
+	rep := report{Schema: schema, Discipline: cfg.discipline, Backend: cfg.backend}
+	rt := bringUp(ctx, cfg, &rep, progress)
+	if rt == nil {
 		return rep
 	}
 	devices, err := rt.Devices(ctx)
 	if err != nil {
-		rep.Error = describe(err)
-		rep.ExitCode = exitUnavailable
+		rep.fail(exitUnavailable, describe(err))
 		return rep
 	}
 	for _, d := range devices {
-		rep.Devices = append(rep.Devices, deviceInfo{Ordinal: d.Ordinal, Name: d.Name, Arch: d.Arch, TotalMemory: d.TotalMemory})
+		info := deviceInfoOf(d)
+		if free, _, err := rt.MemoryInfo(ctx, d.Ordinal); err == nil {
+			info.FreeMemory = &free
+		}
+		rep.Devices = append(rep.Devices, info)
 	}
-
+	rep.Visibility = rt.Visibility()
 	rep.Scenarios = runScenarios(ctx, cfg, rep.Backend, selected, progress)
 	rep.RNG = checkRNG(ctx, rt)
 
@@ -89,6 +63,105 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 		rep.ExitCode = exitFailed
 	}
 	return rep
+}
+
+// bringUp opens and initializes the backend cfg names and records what it
+// found in rep. With auto and no usable GPU it records each GPU backend's
+// reason and falls back to sim, unless -require-gpu. It returns nil, with rep
+// finished, when there is nothing to probe.
+func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *device.Runtime {
+	rt, err := device.Open(cfg.backend)
+	if err == nil {
+		fmt.Fprintf(progress, "gpuprobe: initializing %s (timeout %s)\n", cfg.backend, cfg.timeout)
+		if !initialize(ctx, cfg, rt, rep) {
+			return nil
+		}
+		err = rt.Init(ctx) // memoized: the result initialize saw
+	}
+	if err == nil {
+		rep.Backend = rt.Name()
+		for _, f := range rt.PassedOver() {
+			rep.PassedOver = append(rep.PassedOver, backendFailure{Backend: f.Backend, Error: describe(f.Err)})
+			fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", f.Backend, f.Err)
+		}
+		return rt
+	}
+	if cfg.backend != "auto" {
+		rep.fail(exitUnavailable, describe(err))
+		return nil
+	}
+	rep.Fallback = fallbackOf(err)
+	for _, b := range rep.Fallback.Backends {
+		fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", b.Backend, b.Error.Message)
+	}
+	if cfg.requireGPU {
+		rep.fail(exitUnavailable, describe(err))
+		return nil
+	}
+	fmt.Fprintln(progress, "gpuprobe: no usable GPU backend; probing the simulated backend instead (-require-gpu turns this off)")
+	rep.Backend = "sim"
+	if rt, err = device.Open("sim"); err != nil {
+		rep.fail(exitUnavailable, describe(err))
+		return nil
+	}
+	if !initialize(ctx, cfg, rt, rep) {
+		return nil
+	}
+	if err := rt.Init(ctx); err != nil {
+		rep.fail(exitUnavailable, describe(err))
+		return nil
+	}
+	return rt
+}
+
+// initialize runs rt's first Init under cfg.timeout and records the versions
+// and how long it took. It returns false, with rep finished, when there is no
+// result to go on: init hung, never started, or was interrupted.
+func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report) bool {
+	initCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	start := time.Now()
+	err := rt.Init(initCtx)
+	rep.InitMillis = millis(time.Since(start))
+	if v, err := rt.DriverVersion(); err == nil {
+		rep.DriverVersion = v
+	}
+	if v, err := rt.RuntimeVersion(); err == nil {
+		rep.RuntimeVersion = v
+	}
+	switch {
+	case err == nil:
+		return true
+	case ctx.Err() != nil:
+		rep.fail(exitFailed, &errorInfo{Message: "interrupted during initialization"})
+		return false
+	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Uninitialized:
+		rep.fail(exitFailed, &errorInfo{Message: fmt.Sprintf("initialization did not start: the -timeout of %s expired before it could; use a longer one", cfg.timeout)})
+		return false
+	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Initializing:
+		rep.fail(exitFailed, &errorInfo{Kind: "hang", Message: fmt.Sprintf("initialization did not finish within %s: the driver's init hangs", cfg.timeout)})
+		return false
+	}
+	return true // a failure of its own: the caller reads it from Init
+}
+
+// fallbackOf lists each GPU backend's reason for being passed over.
+func fallbackOf(err error) *fallback {
+	fb := &fallback{Reason: "no usable GPU backend"}
+	var nb *device.NoBackendError
+	if errors.As(err, &nb) {
+		for _, f := range nb.Tried {
+			fb.Backends = append(fb.Backends, backendFailure{Backend: f.Backend, Error: describe(f.Err)})
+		}
+		return fb
+	}
+	name := "auto"
+	var de *device.DriverError
+	if errors.As(err, &de) {
+		name = de.Backend
+	}
+	fb.Backends = append(fb.Backends, backendFailure{Backend: name, Error: describe(err)})
+	return fb
 }
 
 func runScenarios(ctx context.Context, cfg config, backend string, selected []scenario, progress io.Writer) []scenarioResult {
@@ -108,24 +181,8 @@ func runScenarios(ctx context.Context, cfg config, backend string, selected []sc
 			cmd.Env = append(os.Environ(),
 				envChildScenario+"="+sc.name, envChildDiscipline+"="+cfg.discipline, envChildBackend+"="+backend)
 			r, err := hangcheck.Run(ctx, cmd, cfg.timeout)
-			res := &results[i]
-			res.DurationMillis = millis(r.Duration)
-			switch {
-			case err != nil:
-				res.Verdict, res.Error = string(hangcheck.Error), err.Error()
-			case r.Verdict == hangcheck.Hang || strings.Contains(r.Stderr, runtimeDeadlock):
-				res.Verdict = string(hangcheck.Hang)
-				res.Error = fmt.Sprintf("no answer within %s; goroutines of gpuinit at the timeout below", cfg.timeout)
-				if r.Verdict != hangcheck.Hang {
-					res.Error = "deadlock: the Go runtime found every goroutine blocked; goroutines of gpuinit below"
-				}
-				res.Dump = hangcheck.Goroutines(r.Stderr, 10, "gpuinit/")
-			case r.Verdict == hangcheck.Error:
-				res.Verdict, res.Error = string(hangcheck.Error), trimError(r.Stderr)
-			default:
-				res.Verdict = string(hangcheck.OK)
-			}
-			fmt.Fprintf(progress, "gpuprobe: scenario %s: %s\n", sc.name, res.Verdict)
+			results[i] = judge(sc, r, err, cfg.timeout)
+			fmt.Fprintf(progress, "gpuprobe: scenario %s: %s\n", sc.name, results[i].Verdict)
 			return nil
 		})
 	}
@@ -133,8 +190,36 @@ func runScenarios(ctx context.Context, cfg config, backend string, selected []sc
 	return results
 }
 
+// judge turns a child's run into the scenario's result.
+func judge(sc scenario, r hangcheck.Result, err error, timeout time.Duration) scenarioResult {
+	res := scenarioResult{Name: sc.name, Description: sc.what, DurationMillis: millis(r.Duration)}
+	switch {
+	case errors.Is(err, context.Canceled):
+		res.Verdict, res.Error = string(hangcheck.Error), "interrupted: the child was stopped"
+	case err != nil:
+		res.Verdict, res.Error = string(hangcheck.Error), err.Error()
+	case r.Verdict == hangcheck.Hang || (r.Verdict == hangcheck.Error && containsDeadlock(r.Stderr)):
+		res.Verdict = string(hangcheck.Hang)
+		res.Error = fmt.Sprintf("no answer within %s; goroutines of gpuinit at the timeout below", timeout)
+		if r.Verdict != hangcheck.Hang {
+			res.Error = "deadlock: the Go runtime found every goroutine blocked; goroutines of gpuinit below"
+		}
+		res.Dump = hangcheck.Goroutines(r.Stderr, 10, "gpuinit/")
+		if res.Dump == "" {
+			res.Dump = "no dump: the child had not started (or printed no goroutines) when the timeout expired"
+		}
+	case r.Verdict == hangcheck.Error:
+		res.Verdict, res.Error = string(hangcheck.Error), trimError(r.Stderr)
+	default:
+		res.Verdict = string(hangcheck.OK)
+	}
+	return res
+}
+
 // checkRNG draws from device 0's generator at a fixed seed and offset and
-// compares with rng/philox in the backend's ordering.
+// compares with rng/philox in the backend's ordering. A backend without
+// generators, or without its RNG library, is "unsupported" with the reason:
+// that is not a probe failure.
 func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
 	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: "curand"}
 	want := make([]uint32, rngCount)
@@ -144,17 +229,18 @@ func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
 	} else {
 		philox.FillCURAND(want, rngSeed, rngOffset)
 	}
-	if _, ok := rt.Backend().(device.GeneratorBackend); !ok {
-		res.Verdict = "unsupported"
-		return res
-	}
 	g := rng.New(rt)
+	defer g.Close()
 	got := make([]uint32, rngCount)
 	err := g.SetState(ctx, 0, rng.State{Seed: rngSeed, Offset: rngOffset})
 	if err == nil {
 		err = g.Generate(ctx, 0, got)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, device.ErrNotSupported):
+		res.Verdict, res.Error = "unsupported", err.Error()
+		return res
+	case err != nil:
 		res.Verdict, res.Error = "error", err.Error()
 		return res
 	}
@@ -167,22 +253,6 @@ func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
 		}
 	}
 	return res
-}
-
-// describe turns an error into the report's form, with the driver's code,
-// name and hint when there is a *device.DriverError inside.
-func describe(err error) *errorInfo {
-	info := &errorInfo{Message: err.Error()}
-	var de *device.DriverError
-	if errors.As(err, &de) {
-		info.Code, info.Name, info.Hint = de.Code, de.Name, de.Hint
-	}
-	if errors.Is(err, device.ErrNoDevice) {
-		info.Kind = "no-device"
-	} else if errors.Is(err, device.ErrNotCompiled) {
-		info.Kind = "not-compiled"
-	}
-	return info
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,34 +2,70 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/gpuinit/gpuinit/device"
 )
 
-// schema names the JSON layout; it changes only with a new version.
+// schema names the JSON layout; fields are only ever added within a version.
 const schema = "gpuprobe/v1"
 
 // report is what gpuprobe found. Its JSON form is documented in README.md.
 type report struct {
-	Schema         string           `json:"schema"`
-	Backend        string           `json:"backend"`
-	Discipline     string           `json:"discipline"`
-	DriverVersion  int              `json:"driver_version,omitempty"`
-	RuntimeVersion int              `json:"runtime_version,omitempty"`
-	InitMillis     float64          `json:"init_ms"`
-	Devices        []deviceInfo     `json:"devices"`
-	Scenarios      []scenarioResult `json:"scenarios"`
-	RNG            *rngResult       `json:"rng,omitempty"`
-	Error          *errorInfo       `json:"error,omitempty"`
-	ExitCode       int              `json:"exit_code"`
+	Schema         string            `json:"schema"`
+	Backend        string            `json:"backend"`
+	Discipline     string            `json:"discipline"`
+	DriverVersion  int               `json:"driver_version,omitempty"`
+	RuntimeVersion int               `json:"runtime_version,omitempty"`
+	InitMillis     float64           `json:"init_ms"`
+	Devices        []deviceInfo      `json:"devices"`
+	Visibility     map[string]string `json:"visibility,omitempty"`
+	PassedOver     []backendFailure  `json:"passed_over,omitempty"` // GPU backends auto tried before its choice
+	Fallback       *fallback         `json:"fallback,omitempty"`
+	Scenarios      []scenarioResult  `json:"scenarios"`
+	RNG            *rngResult        `json:"rng,omitempty"`
+	Error          *errorInfo        `json:"error,omitempty"`
+	Interrupted    string            `json:"interrupted,omitempty"` // the signal, when one stopped the probe
+	ExitCode       int               `json:"exit_code"`
 }
 
 type deviceInfo struct {
-	Ordinal     int    `json:"ordinal"`
-	Name        string `json:"name"`
-	Arch        string `json:"arch"`
-	TotalMemory uint64 `json:"total_memory"`
+	Ordinal           int     `json:"ordinal"`
+	Name              string  `json:"name"`
+	Arch              string  `json:"arch"`
+	TotalMemory       uint64  `json:"total_memory"`
+	FreeMemory        *uint64 `json:"free_memory"` // null where it cannot be read without side effects
+	UUID              string  `json:"uuid"`
+	PCIBusID          string  `json:"pci_bus_id"`
+	ComputeCapability string  `json:"compute_capability"` // "9.0"; empty outside CUDA
+	Multiprocessors   int     `json:"multiprocessors"`
+	Integrated        bool    `json:"integrated"`
+}
+
+func deviceInfoOf(d device.Info) deviceInfo {
+	info := deviceInfo{Ordinal: d.Ordinal, Name: d.Name, Arch: d.Arch, TotalMemory: d.TotalMemory,
+		UUID: d.UUID, PCIBusID: d.PCIBusID, Multiprocessors: d.Multiprocessors, Integrated: d.Integrated}
+	if d.ComputeMajor != 0 {
+		info.ComputeCapability = fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor)
+	}
+	return info
+}
+
+// fallback is why auto probed sim instead of a GPU.
+type fallback struct {
+	Reason   string           `json:"reason"`
+	Backends []backendFailure `json:"backends"`
+}
+
+type backendFailure struct {
+	Backend string     `json:"backend"`
+	Error   *errorInfo `json:"error"`
 }
 
 type scenarioResult struct {
@@ -48,7 +84,7 @@ type rngResult struct {
 	Ordering      string    `json:"ordering"` // curand or rocrand
 	Verdict       string    `json:"verdict"`  // match, mismatch, unsupported or error
 	FirstMismatch *mismatch `json:"first_mismatch,omitempty"`
-	Error         string    `json:"error,omitempty"`
+	Error         string    `json:"error,omitempty"` // for unsupported: the reason
 }
 
 type mismatch struct {
@@ -59,10 +95,55 @@ type mismatch struct {
 
 type errorInfo struct {
 	Message string `json:"message"`
-	Kind    string `json:"kind,omitempty"` // no-device, not-compiled
-	Code    int    `json:"code,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Hint    string `json:"hint,omitempty"`
+	// Kind is no-device, no-driver, driver-mismatch, not-compiled, hang or
+	// interrupted; empty for other failures.
+	Kind string `json:"kind,omitempty"`
+	Op   string `json:"op,omitempty"`   // the failing call, e.g. cuInit or dlopen
+	Code int    `json:"code,omitempty"` // the driver's raw code
+	Name string `json:"name,omitempty"` // the code's name
+	Hint string `json:"hint,omitempty"`
+}
+
+// describe turns an error into the report's form, with the driver's code,
+// name and hint when there is a *device.DriverError inside.
+func describe(err error) *errorInfo {
+	info := &errorInfo{Message: err.Error()}
+	var de *device.DriverError
+	if errors.As(err, &de) {
+		info.Op, info.Code, info.Name, info.Hint = de.Op, de.Code, de.Name, de.Hint
+	}
+	for _, k := range []struct {
+		sentinel error
+		kind     string
+	}{
+		{device.ErrNotCompiled, "not-compiled"}, {device.ErrDriverNotFound, "no-driver"},
+		{device.ErrDriverMismatch, "driver-mismatch"}, {device.ErrNoDevice, "no-device"},
+	} {
+		if errors.Is(err, k.sentinel) {
+			info.Kind = k.kind
+		}
+	}
+	return info
+}
+
+// fail ends the report with an error and an exit status.
+func (r *report) fail(exit int, info *errorInfo) {
+	r.Error, r.ExitCode = info, exit
+}
+
+// markInterrupted records that sig stopped the probe: whatever else happened,
+// the exit status is the shell's for that signal.
+func (r *report) markInterrupted(sig os.Signal) {
+	r.Interrupted = sig.String()
+	r.ExitCode = exitSIGINT
+	if sig == syscall.SIGTERM {
+		r.ExitCode = exitSIGTERM
+	}
+	if r.Error == nil {
+		r.Error = &errorInfo{Kind: "interrupted", Message: "interrupted by " + sig.String()}
+	} else {
+		r.Error.Kind = "interrupted"
+	}
 }
 
 func writeJSON(w io.Writer, r report) {
@@ -79,6 +160,17 @@ func writeJSON(w io.Writer, r report) {
 
 func writeText(w io.Writer, r report) {
 	fmt.Fprintf(w, "backend     %s (discipline %s)\n", r.Backend, r.Discipline)
+	if fb := r.Fallback; fb != nil {
+		fmt.Fprintf(w, "fallback    %s; passed over:\n", fb.Reason)
+		for _, b := range fb.Backends {
+			fmt.Fprintf(w, "  %-5s %s\n", b.Backend, b.Error.Message)
+		}
+	} else if len(r.PassedOver) > 0 {
+		fmt.Fprintln(w, "passed over")
+		for _, b := range r.PassedOver {
+			fmt.Fprintf(w, "  %-5s %s\n", b.Backend, b.Error.Message)
+		}
+	}
 	if r.DriverVersion != 0 {
 		fmt.Fprintf(w, "driver      %d\n", r.DriverVersion)
 	}
@@ -96,7 +188,17 @@ func writeText(w io.Writer, r report) {
 	fmt.Fprintf(w, "init        %.1f ms\n", r.InitMillis)
 	fmt.Fprintf(w, "devices     %d\n", len(r.Devices))
 	for _, d := range r.Devices {
-		fmt.Fprintf(w, "  %d  %-28s %-8s %.1f GiB\n", d.Ordinal, d.Name, d.Arch, float64(d.TotalMemory)/(1<<30))
+		writeDevice(w, d)
+	}
+	if len(r.Visibility) > 0 {
+		names := make([]string, 0, len(r.Visibility))
+		for n := range r.Visibility {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "visibility  %s=%q\n", n, r.Visibility[n])
+		}
 	}
 	fmt.Fprintln(w, "scenarios")
 	for _, s := range r.Scenarios {
@@ -121,6 +223,33 @@ func writeText(w io.Writer, r report) {
 	fmt.Fprintf(w, "result      %s\n", resultWord(r.ExitCode))
 }
 
+// writeDevice prints one device on two lines: what it is, then how to tell it
+// from its neighbours.
+func writeDevice(w io.Writer, d deviceInfo) {
+	fmt.Fprintf(w, "  %d  %-28s %-8s %.1f GiB", d.Ordinal, d.Name, d.Arch, float64(d.TotalMemory)/(1<<30))
+	if d.FreeMemory != nil {
+		fmt.Fprintf(w, ", %.1f GiB free", float64(*d.FreeMemory)/(1<<30))
+	}
+	fmt.Fprintln(w)
+	var facts []string
+	for _, f := range []struct{ label, value string }{
+		{"uuid", d.UUID}, {"pci", d.PCIBusID}, {"cc", d.ComputeCapability},
+	} {
+		if f.value != "" {
+			facts = append(facts, f.label+" "+f.value)
+		}
+	}
+	if d.Multiprocessors != 0 {
+		facts = append(facts, fmt.Sprintf("%d multiprocessors", d.Multiprocessors))
+	}
+	if d.Integrated {
+		facts = append(facts, "integrated")
+	}
+	if len(facts) > 0 {
+		fmt.Fprintf(w, "     %s\n", strings.Join(facts, ", "))
+	}
+}
+
 func resultWord(code int) string {
 	switch code {
 	case exitOK:
@@ -129,6 +258,8 @@ func resultWord(code int) string {
 		return "FAILED (exit 1)"
 	case exitUnavailable:
 		return "UNAVAILABLE (exit 3)"
+	case exitSIGINT, exitSIGTERM:
+		return fmt.Sprintf("INTERRUPTED (exit %d)", code)
 	}
 	return fmt.Sprintf("exit %d", code)
 }
@@ -150,3 +281,5 @@ func trimError(stderr string) string {
 	}
 	return s
 }
+
+func containsDeadlock(stderr string) bool { return strings.Contains(stderr, runtimeDeadlock) }

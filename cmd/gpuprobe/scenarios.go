@@ -153,7 +153,9 @@ func runChild(name string) {
 	os.Exit(0)
 }
 
-// newRuntime opens the backend in a fresh runtime of the given discipline.
+// newRuntime returns the runtime a child runs its scenario on: the process's
+// Runtime of backend (the child is a fresh process, so it is uninitialized),
+// or, for the legacy discipline, a pre-fix runtime over the same backend.
 func newRuntime(backend, discipline string) (rng.Runtime, error) {
 	shared, err := device.Open(backend)
 	if err != nil {

@@ -1,12 +1,18 @@
-// Package backends links every backend this build can have into the binary: sim
-// always, cuda with -tags cuda, hip with -tags hip. Import it for its side
-// effect, as database/sql drivers are imported:
+// Package backends links every backend this module ships into the binary, as
+// database/sql drivers are linked, by importing it for its side effect:
 //
 //	import _ "github.com/gpuinit/gpuinit/device/backends"
+//
+// sim is always there. cuda and hip are compiled in on Linux with cgo, with no
+// SDK needed: they load their vendor libraries at run time, at the first Init,
+// so the binary starts on CPU-only, NVIDIA and AMD hosts alike. Leave one out
+// with -tags nocuda or -tags nohip. Where the build cannot have them (no cgo,
+// as in cross builds, or another OS) they register as unavailable with the
+// reason, which Open and auto report.
 package backends
 
 import (
-	_ "github.com/gpuinit/gpuinit/device/cuda" // with -tags cuda
-	_ "github.com/gpuinit/gpuinit/device/hip"  // with -tags hip
+	_ "github.com/gpuinit/gpuinit/device/cuda" // Linux with cgo; unless -tags nocuda
+	_ "github.com/gpuinit/gpuinit/device/hip"  // Linux with cgo; unless -tags nohip
 	_ "github.com/gpuinit/gpuinit/device/sim"  // always: pure Go
 )

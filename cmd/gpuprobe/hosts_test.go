@@ -1,0 +1,100 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"debug/elf"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDefaultBuildNeedsNoGPULibraryToStart checks the binary's dynamic
+// section: a GPU library there would stop it before main on a host without
+// that library.
+func TestDefaultBuildNeedsNoGPULibraryToStart(t *testing.T) {
+	f, err := elf.Open(buildProbe(t))
+	require.NoError(t, err)
+	defer f.Close()
+	needed, err := f.ImportedLibraries()
+	require.NoError(t, err)
+	for _, lib := range needed {
+		for _, gpu := range []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand"} {
+			assert.False(t, strings.HasPrefix(lib, gpu), "DT_NEEDED %s", lib)
+		}
+	}
+	t.Logf("DT_NEEDED: %v", needed)
+}
+
+// fakeNVIDIAHost is the environment of a host with the fake libcuda (two
+// GPUs) and, with curand, the fake libcurand.
+func fakeNVIDIAHost(t *testing.T, curand bool) []string {
+	t.Helper()
+	env := []string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.Build(t, fakedriver.CUDA), "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so"}
+	if curand {
+		return append(env, "GPUINIT_CURAND_LIBRARY="+fakedriver.Build(t, fakedriver.CURAND))
+	}
+	return append(env, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10")
+}
+
+func TestOverTheFakeDrivers(t *testing.T) {
+	bin := buildProbe(t)
+	wantDevices := []deviceInfo{
+		{Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096,
+			UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0", ComputeCapability: "9.0", Multiprocessors: 132},
+		{Ordinal: 1, Name: "Fake NVIDIA A100-SXM4-80GB", Arch: "sm_80", TotalMemory: 85899345920,
+			UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", ComputeCapability: "8.0", Multiprocessors: 108},
+	}
+	for _, backend := range []string{"cuda", "auto"} {
+		t.Run("-backend "+backend+": both devices exactly, every scenario, RNG match", func(t *testing.T) {
+			r := probeRun(t, bin, fakeNVIDIAHost(t, true), "-json", "-backend", backend, "-require-gpu")
+			require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			rep := decode(t, r)
+			assert.Equal(t, "cuda", rep.Backend)
+			assert.Equal(t, 12040, rep.DriverVersion)
+			for i := range rep.Devices {
+				rep.Devices[i].FreeMemory = nil // checked by device/cuda's tests
+			}
+			assert.Equal(t, wantDevices, rep.Devices)
+			require.Len(t, rep.Scenarios, 6)
+			for _, s := range rep.Scenarios {
+				assert.Equal(t, "ok", s.Verdict, "%s: %s", s.Name, s.Error)
+			}
+			require.NotNil(t, rep.RNG)
+			assert.Equal(t, "match", rep.RNG.Verdict, rep.RNG.Error)
+		})
+	}
+	t.Run("without libcurand the RNG check is unsupported, with the reason, and that is no failure", func(t *testing.T) {
+		r := probeRun(t, bin, fakeNVIDIAHost(t, false), "-json", "-backend", "cuda", "-scenario", "queued")
+		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
+		rep := decode(t, r)
+		require.NotNil(t, rep.RNG)
+		assert.Equal(t, "unsupported", rep.RNG.Verdict)
+		assert.Contains(t, rep.RNG.Error, "libcurand.so.10")
+		text := probeRun(t, bin, fakeNVIDIAHost(t, false), "-backend", "cuda", "-scenario", "queued")
+		assert.Contains(t, text.stdout, "rng         unsupported")
+		assert.Contains(t, text.stdout, "uuid GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e, pci 0000:18:00.0, cc 9.0, 132 multiprocessors")
+	})
+	t.Run("an AMD host through the fake ROCm 6 runtime", func(t *testing.T) {
+		dir := t.TempDir()
+		hip := fakedriver.BuildInto(t, dir, fakedriver.HIP)
+		fakedriver.BuildInto(t, dir, fakedriver.HIPRAND)
+		r := probeRun(t, bin, []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", "GPUINIT_HIP_LIBRARY=" + hip,
+			"GPUINIT_SYSFS_ROOT=" + filepath.Join(dir, "no-sysfs")}, "-json", "-require-gpu")
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		rep := decode(t, r)
+		assert.Equal(t, "hip", rep.Backend)
+		require.Len(t, rep.PassedOver, 1, "auto says why it passed over cuda")
+		assert.Equal(t, "cuda", rep.PassedOver[0].Backend)
+		assert.Equal(t, "dlopen", rep.PassedOver[0].Error.Op)
+		require.Len(t, rep.Devices, 2)
+		assert.Equal(t, "Fake AMD Instinct MI250X", rep.Devices[0].Name)
+		assert.Equal(t, "0000:c1:00.0", rep.Devices[0].PCIBusID)
+		assert.Equal(t, "rocrand", rep.RNG.Ordering)
+		assert.Equal(t, "match", rep.RNG.Verdict, rep.RNG.Error)
+	})
+}

@@ -1,0 +1,110 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// children lists the live processes whose parent is pid.
+func children(pid int) []int {
+	var kids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
+		rest := b[bytes.LastIndexByte(b, ')')+1:]
+		fields := strings.Fields(string(rest))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	return !strings.HasPrefix(strings.TrimSpace(string(rest)), "Z") // a zombie has exited
+}
+
+func TestInterruptionIsReportedAsSuchWithTheShellsStatus(t *testing.T) {
+	bin := buildProbe(t)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "-backend", "sim", "-json", "-timeout", "60s")
+			cmd.Env = append(os.Environ(), "GPUINIT_SIM_FAIL=hang")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "initializing sim") },
+				10*time.Second, 10*time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(tc.sig))
+			err := cmd.Wait()
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr, "stdout:\n%s", stdout.String())
+			assert.Equal(t, tc.code, exitErr.ExitCode())
+			rep := decode(t, probeResult{stdout: stdout.String(), code: exitErr.ExitCode()})
+			require.NotNil(t, rep.Error)
+			assert.Equal(t, "interrupted", rep.Error.Kind, "not UNAVAILABLE: an interruption is not a missing GPU")
+			assert.Equal(t, tc.sig.String(), rep.Interrupted)
+		})
+	}
+}
+
+// TestHungChildrenDieWithTheirParent kills gpuprobe with SIGKILL, which it
+// cannot catch, while its children hang (the legacy discipline): the kernel
+// must take them down too (Pdeathsig), or they would run for ever.
+func TestHungChildrenDieWithTheirParent(t *testing.T) {
+	bin := buildProbe(t)
+	cmd := exec.Command(bin, "-backend", "sim", "-discipline", "legacy", "-timeout", "120s")
+	require.NoError(t, cmd.Start())
+	var kids []int
+	require.Eventually(t, func() bool {
+		kids = children(cmd.Process.Pid)
+		return len(kids) >= 2
+	}, 20*time.Second, 20*time.Millisecond, "the scenario children start")
+	time.Sleep(200 * time.Millisecond) // let them reach the hang
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	assert.Eventually(t, func() bool {
+		for _, k := range kids {
+			if alive(k) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "children %v outlived their parent", kids)
+}
+
+func TestTinyTimeoutsExplainAMissingDump(t *testing.T) {
+	bin := buildProbe(t)
+	r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-scenario", "queued", "-timeout", "2ms")
+	rep := decode(t, r)
+	for _, s := range rep.Scenarios {
+		if s.Verdict == "hang" && !strings.Contains(s.Dump, "goroutine ") {
+			assert.Contains(t, s.Dump, "no dump: the child had not started", s.Name)
+		}
+	}
+}

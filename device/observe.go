@@ -1,0 +1,66 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// MemoryReporter is implemented by backends that can read a device's free and
+// total memory without creating a context or allocating anything.
+type MemoryReporter interface {
+	// MemoryInfo reports device ordinal's free and total memory in bytes.
+	// It is called after Init succeeded, from any goroutine. Where it cannot
+	// read them without side effects it returns an error wrapping
+	// ErrNotSupported that says why.
+	MemoryInfo(ordinal int) (free, total uint64, err error)
+}
+
+// MemoryInfo initializes on first use and reports device ordinal's free and
+// total memory in bytes, read live. It never creates a context and never
+// allocates device memory: CUDA reads NVML (or the driver, where the device's
+// primary context is already active), HIP reads amdgpu's sysfs counters. A
+// backend that cannot gets an error wrapping ErrNotSupported that says why.
+// It is safe from many goroutines.
+func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint64, err error) {
+	if err := r.init.Init(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := r.CheckOrdinal(ordinal); err != nil {
+		return 0, 0, err
+	}
+	mr, ok := r.Backend().(MemoryReporter)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
+	}
+	return mr.MemoryInfo(ordinal)
+}
+
+// VisibilityVariables are the environment variables that choose which GPUs a
+// process sees, and how they are numbered or targeted.
+var VisibilityVariables = []string{
+	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_OVERRIDE_GFX_VERSION",
+}
+
+// Visibility reports the VisibilityVariables that were set when the Runtime
+// initialized, with their values (an empty value is reported: it hides every
+// device), or nil before initialization. Ordinals stay the driver's, which
+// are what the server passes back to it; these say how the driver numbered
+// them.
+func (r *Runtime) Visibility() map[string]string {
+	if v := r.visibility.Load(); v != nil {
+		return *v
+	}
+	return nil
+}
+
+func readVisibility() map[string]string {
+	seen := map[string]string{}
+	for _, name := range VisibilityVariables {
+		if v, ok := os.LookupEnv(name); ok {
+			seen[name] = v
+		}
+	}
+	return seen
+}
