@@ -3,6 +3,7 @@ package build
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,7 @@ type stage struct {
 }
 
 func parseDockerfile(t *testing.T, path string) []stage {
+	t.Helper()
 	f, err := os.Open("../" + path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -75,37 +77,45 @@ func find(s stage, cmd string, match func(instruction) bool) bool {
 	return false
 }
 
-func TestDockerfilesBuildGpuprobeWithTheirTag(t *testing.T) {
+func TestDockerfilesBuildWithoutSDKsAndCheckTheBinary(t *testing.T) {
 	for _, tc := range []struct {
-		file, tag, backend string
-		buildImage         *regexp.Regexp
+		file, backend, leftOut string
+		runtime                *regexp.Regexp
+		rngLibraries           func(stage) bool
 	}{
-		{"Dockerfile.cuda", "cuda", "cuda", regexp.MustCompile(`^nvidia/cuda:12\.\d+(\.\d+)?-devel-ubuntu22\.04$`)},
-		{"Dockerfile.rocm", "hip", "hip", regexp.MustCompile(`^rocm/dev-ubuntu-22\.04:6\.\d+(\.\d+)?$`)},
+		{"Dockerfile.cuda", "cuda", "nohip", regexp.MustCompile(`^nvidia/cuda:12\.\d+(\.\d+)?-runtime-ubuntu22\.04$`),
+			func(stage) bool { return true }}, // the CUDA runtime image ships libcurand
+		{"Dockerfile.rocm", "hip", "nocuda", regexp.MustCompile(`^rocm/dev-ubuntu-22\.04:6\.\d+(\.\d+)?$`),
+			func(s stage) bool {
+				return find(s, "run", func(in instruction) bool {
+					return strings.Contains(in.args[0], "hiprand") && strings.Contains(in.args[0], "rocrand")
+				})
+			}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			stages := parseDockerfile(t, tc.file)
-			require.Len(t, stages, 3, "go, build and runtime stages")
-			goStage, build, final := stages[0], stages[1], stages[2]
+			require.Len(t, stages, 2, "a build stage and a runtime stage")
+			build, final := stages[0], stages[1]
 
-			assert.Regexp(t, `^golang:1\.26`, goStage.image, "Go comes from the official golang image")
-			assert.Regexp(t, tc.buildImage, build.image)
-			assert.True(t, find(build, "copy", func(in instruction) bool {
-				return len(in.flags) == 1 && in.flags[0] == "--from="+goStage.name && in.args[0] == "/usr/local/go"
-			}), "Go is copied in with COPY --from, not downloaded")
-			assert.False(t, find(build, "run", func(in instruction) bool {
-				return strings.Contains(in.args[0], "go.dev/dl") || strings.Contains(in.args[0], "golang.org/dl")
-			}), "no Go download")
+			assert.Regexp(t, `^golang:1\.26(\.\d+)?-bookworm$`, build.image, "the build stage is the official golang image: Go and gcc, no SDK")
+			assert.True(t, find(build, "env", func(in instruction) bool {
+				return slices.Contains(in.args, "CGO_ENABLED") || strings.Contains(strings.Join(in.args, " "), "CGO_ENABLED=1")
+			}), "cgo is on explicitly: the backends need it")
+			assert.False(t, find(build, "env", func(in instruction) bool {
+				joined := strings.Join(in.args, " ")
+				return strings.Contains(joined, "CGO_LDFLAGS") || strings.Contains(joined, "CGO_CFLAGS")
+			}), "no vendor headers or libraries at build time")
 			assert.True(t, find(build, "run", func(in instruction) bool {
-				return regexp.MustCompile(`go build .*-tags ` + tc.tag + ` .*\./cmd/gpuprobe`).MatchString(in.args[0])
-			}), "gpuprobe is built with -tags %s", tc.tag)
+				return regexp.MustCompile(`go build .*-tags ` + tc.leftOut + ` .*\./cmd/gpuprobe && build/check-gpu-backends\.sh /out/gpuprobe`).MatchString(in.args[0])
+			}), "gpuprobe is built, and checked for its GPU backends in the same step, so a cgo-less build fails the image")
+			assert.Regexp(t, tc.runtime, final.image)
+			assert.True(t, tc.rngLibraries(final), "the runtime stage brings the RNG libraries")
 			assert.True(t, find(final, "copy", func(in instruction) bool {
 				return len(in.flags) == 1 && in.flags[0] == "--from="+build.name
 			}), "the final stage takes the binary from the build stage")
 			assert.True(t, find(final, "entrypoint", func(in instruction) bool {
-				return in.json && len(in.args) == 3 && strings.HasSuffix(in.args[0], "/gpuprobe") &&
-					in.args[1] == "-backend" && in.args[2] == tc.backend
-			}), "the entrypoint runs gpuprobe on the %s backend (exec form)", tc.backend)
+				return in.json && slices.Equal(in.args, []string{"/usr/local/bin/gpuprobe", "-require-gpu", "-backend", tc.backend})
+			}), "the entrypoint probes %s and never falls back to sim (exec form)", tc.backend)
 		})
 	}
 }

@@ -149,6 +149,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("no usable GPU: each backend's reason, then sim, exit 0", func(t *testing.T) {
+		skipIfLinked(t)
 		r := probeRun(t, bin, noGPULibraries, "-json", "-scenario", "queued")
 		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
@@ -162,6 +163,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("-require-gpu: no fallback, exit 3 with the reasons", func(t *testing.T) {
+		skipIfLinked(t)
 		r := probeRun(t, bin, noGPULibraries, "-json", "-require-gpu")
 		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
@@ -246,5 +248,14 @@ func checkPassedOver(t *testing.T, backends []backendFailure) {
 			assert.Equal(t, "not-compiled", backends[i].Error.Kind)
 			assert.Contains(t, backends[i].Error.Message, "without cgo", "the binary says why it has no GPU backends")
 		}
+	}
+}
+
+// skipIfLinked skips what only run-time loading can show, in a -tags
+// cudalink leg (GPUPROBE_TEST_TAGS), whose binary links libcuda and libcurand.
+func skipIfLinked(t *testing.T) {
+	t.Helper()
+	if strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink") {
+		t.Skip("-tags cudalink links the CUDA libraries: nothing is loaded at run time")
 	}
 }

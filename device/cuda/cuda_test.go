@@ -206,11 +206,13 @@ func TestChildMissingSymbol(t *testing.T) {
 	assert.Contains(t, err.Error(), "cuDeviceTotalMem_v2")
 }
 
-// TestRealDriver runs over whatever libcuda.so.1 the loader finds: in CI's
-// cuda leg, Debian's driver library 535, which on a machine without a GPU
-// answers cuInit with CUDA_ERROR_NO_DEVICE after reporting its version.
+// TestRealDriver runs over whatever libcuda.so.1 the loader finds (or
+// GPUINIT_CUDA_LIBRARY names): in CI's cuda leg, Debian's driver library 535,
+// which on a machine without a GPU answers cuInit with CUDA_ERROR_NO_DEVICE
+// after reporting its version; on a GPU host, the real thing, with every
+// device check and the device generator against rng/philox.
 func TestRealDriver(t *testing.T) {
-	out, skipped := startChild(t, "TestChildRealDriver", EnvLibrary+"=")
+	out, skipped := startChild(t, "TestChildRealDriver")
 	if skipped {
 		t.Skipf("no NVIDIA driver library here:\n%s", out)
 	}

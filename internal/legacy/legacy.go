@@ -11,8 +11,8 @@ import (
 	"sync"
 )
 
-// Func is Func's shape; this package does not import lazy, so that lazy's
-// own tests can use it.
+// Func has the shape of lazy.Func; it is declared here because this package
+// does not import lazy, so that lazy's own tests can use it.
 type Func = func(ctx context.Context) error
 
 // Initializer has lazy.Initializer's Init and Call, with the pre-fix locking.
@@ -35,11 +35,13 @@ func (l *Initializer) Init(ctx context.Context) error {
 		return l.err
 	}
 	if l.init != nil {
+		//lockedcall:ok the pre-fix discipline, kept to show the hang: init runs under the lock
 		if l.err = l.init(ctx); l.err != nil {
 			return l.err
 		}
 	}
 	for _, fn := range l.queue {
+		//lockedcall:ok the pre-fix discipline: queued callbacks replay under the lock
 		if l.err = fn(ctx); l.err != nil {
 			return l.err
 		}
@@ -54,7 +56,7 @@ func (l *Initializer) Call(ctx context.Context, fn Func) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ready {
-		return fn(ctx)
+		return fn(ctx) //lockedcall:ok the pre-fix discipline: a callback runs under the lock and must not re-enter
 	}
 	l.queue = append(l.queue, fn)
 	return nil

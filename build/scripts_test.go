@@ -1,0 +1,91 @@
+package build
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// buildGpuprobe builds the repository's gpuprobe with cgo on or off.
+func buildGpuprobe(t *testing.T, cgo bool) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gpuprobe")
+	cmd := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[cgo])
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+func runScript(t *testing.T, env []string, script string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return out.String(), exitErr.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), 0
+}
+
+func TestCheckGPUBackendsFailsACgolessBuild(t *testing.T) {
+	out, code := runScript(t, nil, "check-gpu-backends.sh", buildGpuprobe(t, false))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "built without cgo, so it has no cuda or hip backend")
+	out, code = runScript(t, nil, "check-gpu-backends.sh", buildGpuprobe(t, true))
+	assert.Equal(t, 0, code, out)
+}
+
+// fakeLibrary compiles one of the repository's fake driver libraries.
+func fakeLibrary(t *testing.T, dir, source, soname string) string {
+	t.Helper()
+	out := filepath.Join(dir, soname)
+	msg, err := exec.Command("cc", "-shared", "-fPIC", "-Wl,-soname,"+soname, "-o", out,
+		filepath.Join("..", "internal", "fakedriver", "csrc", source), "-lpthread", "-ldl").CombinedOutput()
+	require.NoError(t, err, "%s", msg)
+	return out
+}
+
+// TestGPUSmokeFailsOnAnySkipOrFailure runs the GPU host's smoke test over
+// fake and simulated hosts: it passes only where every check ran and passed.
+func TestGPUSmokeFailsOnAnySkipOrFailure(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler for the fake drivers")
+	}
+	dir := t.TempDir()
+	cuda := fakeLibrary(t, dir, "fakecuda.c", "libcuda.so.1")
+	curand := fakeLibrary(t, dir, "fakecurand.c", "libcurand.so.10")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		code int
+		says string
+	}{
+		{"a CUDA host: everything passes", []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_CURAND_LIBRARY=" + curand}, 0, "gpu-smoke: ok"},
+		{"no libcurand: the RNG check is unsupported", []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10"}, 1, "the RNG check was unsupported"},
+		{"no driver: gpuprobe fails and the hardware tests skip", []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1"}, 1, "hardware tests skipped"},
+		{"sim: passes", []string{"GPU_SMOKE_BACKEND=sim"}, 0, "gpu-smoke: ok"},
+		{"sim without a device: gpuprobe fails", []string{"GPU_SMOKE_BACKEND=sim", "GPUINIT_SIM_FAIL=no-device"}, 1, "gpuprobe exited 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{"GPU_SMOKE_OUT=" + t.TempDir()}, tc.env...)
+			out, code := runScript(t, env, "gpu-smoke.sh")
+			assert.Equal(t, tc.code, code, out)
+			assert.Contains(t, out, tc.says)
+			if tc.code != 0 {
+				assert.True(t, strings.Contains(out, "gpu-smoke: FAILED"), out)
+			}
+		})
+	}
+}
