@@ -1,0 +1,249 @@
+package lockedcall
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/buildssa"
+	"golang.org/x/tools/go/ssa"
+)
+
+// Analyzer reports calls of function values from outside made while a
+// sync.Mutex or sync.RWMutex is held. See the package documentation.
+var Analyzer = &analysis.Analyzer{
+	Name:      "lockedcall",
+	Doc:       doc,
+	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
+	Run:       run,
+	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil)},
+}
+
+const doc = `report calls of outside function values made while a mutex is held
+
+lockedcall reports a call of a function value that the calling function cannot
+see (a parameter, a field, a map or slice element, a package variable, the result
+of a call) made while a sync.Mutex or sync.RWMutex is held on some path to the
+call: if that function re-enters code that takes the lock, the program
+deadlocks. Also deferred calls that run before a deferred unlock, range-over-func
+loops over such iterators, and local closures that call such values. Suppress a
+reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
+above.`
+
+// interfaces is the -interfaces flag: also report interface method calls on
+// parameters, fields and package variables made under a lock.
+var interfaces bool
+
+func init() {
+	Analyzer.Flags.BoolVar(&interfaces, "interfaces", false,
+		"also report interface method calls (ctx.Err(), w.Write) on parameters, fields and package variables made while a mutex is held")
+}
+
+// checker is the state of one pass: one package.
+type checker struct {
+	pass       *analysis.Pass
+	srcFuncs   map[*ssa.Function]bool
+	interfaces bool
+
+	valueIDs     map[ssa.Value]int                  // numbers for mutexes known only as a value
+	results      map[*ssa.Function]result           // top-level functions analyzed
+	effects      map[*ssa.Function][]LockEffect     // what each function does to locks
+	inProgress   map[*ssa.Function]bool             // recursion guard for effectsOf
+	relevance    map[*ssa.Function]bool             // functions that touch a lock
+	closureSites map[*ssa.Function]*ssa.MakeClosure // built on first use
+	calls        map[token.Pos]*ast.CallExpr        // by Lparen; built on first use
+	stores       *storeIndex                        // built on first use
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	ssaInfo := pass.ResultOf[buildssa.Analyzer].(*buildssa.SSA)
+	c := &checker{
+		pass:       pass,
+		srcFuncs:   make(map[*ssa.Function]bool, len(ssaInfo.SrcFuncs)),
+		interfaces: interfaces,
+		valueIDs:   map[ssa.Value]int{},
+		results:    map[*ssa.Function]result{},
+		effects:    map[*ssa.Function][]LockEffect{},
+		inProgress: map[*ssa.Function]bool{},
+		relevance:  map[*ssa.Function]bool{},
+	}
+	funcs := packageFuncs(ssaInfo)
+	for _, fn := range funcs {
+		c.srcFuncs[fn] = true
+	}
+	var findings []finding
+	for _, fn := range funcs {
+		switch {
+		case fn.Parent() == nil:
+			findings = append(findings, c.analyzeTopLevel(fn).findings...)
+		case fn.Synthetic == rangeYieldSynthetic:
+			// Analyzed with its loop, from the state the loop starts in.
+		case c.relevant(fn):
+			findings = append(findings, c.analyze(c.standaloneCtx(fn), newLockState()).findings...)
+		}
+	}
+	c.reportAll(findings)
+	return nil, nil
+}
+
+const rangeYieldSynthetic = "range-over-func yield"
+
+// packageFuncs returns the functions written in the package: buildssa's, and
+// the package initializer with the func literals of package variables.
+func packageFuncs(ssaInfo *buildssa.SSA) []*ssa.Function {
+	funcs := append([]*ssa.Function(nil), ssaInfo.SrcFuncs...)
+	var addWithClosures func(fn *ssa.Function)
+	addWithClosures = func(fn *ssa.Function) {
+		funcs = append(funcs, fn)
+		for _, anon := range fn.AnonFuncs {
+			addWithClosures(anon)
+		}
+	}
+	if init := ssaInfo.Pkg.Func("init"); init != nil {
+		addWithClosures(init)
+	}
+	return funcs
+}
+
+// analyzeTopLevel analyzes a declared function (or method) once, from an
+// empty state, and exports what it does to locks as a LockEffects fact.
+func (c *checker) analyzeTopLevel(fn *ssa.Function) result {
+	if r, ok := c.results[fn]; ok || c.inProgress[fn] {
+		return r
+	}
+	c.inProgress[fn] = true
+	var r result
+	if c.relevant(fn) {
+		r = c.analyze(&funcCtx{fn: fn}, newLockState())
+	}
+	delete(c.inProgress, fn)
+	c.results[fn] = r
+	effects := effectsFromExit(fn, r.exit)
+	c.effects[fn] = effects
+	if obj, ok := fn.Object().(*types.Func); ok && len(effects) > 0 && obj.Pkg() == c.pass.Pkg {
+		c.pass.ExportObjectFact(obj, &LockEffects{Effects: effects})
+	}
+	return r
+}
+
+// effectsOf returns what a statically called function does to locks: from
+// its analysis in this package, or from its fact in another.
+func (c *checker) effectsOf(fn *ssa.Function) []LockEffect {
+	if origin := fn.Origin(); origin != nil {
+		fn = origin
+	}
+	if c.srcFuncs[fn] {
+		c.analyzeTopLevel(fn)
+		return c.effects[fn]
+	}
+	if e, ok := c.effects[fn]; ok {
+		return e
+	}
+	var effects []LockEffect
+	// Wrappers, thunks and bound methods take other arguments than the
+	// declared function: its fact would not apply to them.
+	declared := fn.Synthetic == "" || fn.Synthetic == "from type information"
+	if obj, ok := fn.Object().(*types.Func); ok && declared && obj.Pkg() != c.pass.Pkg {
+		var fact LockEffects
+		if c.pass.ImportObjectFact(obj, &fact) {
+			effects = fact.Effects
+		}
+	}
+	c.effects[fn] = effects
+	return effects
+}
+
+// relevant reports whether fn or a closure in it locks or unlocks a mutex,
+// directly or through a function with LockEffects. Only those are analyzed: in
+// the others no lock is ever held.
+func (c *checker) relevant(fn *ssa.Function) bool {
+	if r, ok := c.relevance[fn]; ok {
+		return r
+	}
+	c.relevance[fn] = false // a recursion guard until the answer is known
+	r := c.touchesLocks(fn)
+	for _, anon := range fn.AnonFuncs {
+		r = c.relevant(anon) || r
+	}
+	c.relevance[fn] = r
+	return r
+}
+
+func (c *checker) touchesLocks(fn *ssa.Function) bool {
+	for _, b := range fn.Blocks {
+		for _, instr := range b.Instrs {
+			call, ok := instr.(ssa.CallInstruction)
+			if !ok {
+				continue
+			}
+			if _, isGo := instr.(*ssa.Go); isGo {
+				continue
+			}
+			common := call.Common()
+			if op, _ := lockOpOf(common); op != notLockOp {
+				return true
+			}
+			if callee, ok := common.Value.(*ssa.Function); ok && callee.Parent() == nil && callee != fn {
+				if len(c.effectsOf(callee)) > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// standaloneCtx is the context of a closure analyzed on its own, from an empty
+// state: its free variables resolve in the function that made it, whose
+// callers are unknown.
+func (c *checker) standaloneCtx(fn *ssa.Function) *funcCtx {
+	if fn.Parent() == nil {
+		return &funcCtx{fn: fn}
+	}
+	if c.closureSites == nil {
+		c.closureSites = map[*ssa.Function]*ssa.MakeClosure{}
+		for src := range c.srcFuncs {
+			for _, b := range src.Blocks {
+				for _, instr := range b.Instrs {
+					if mc, ok := instr.(*ssa.MakeClosure); ok {
+						c.closureSites[mc.Fn.(*ssa.Function)] = mc
+					}
+				}
+			}
+		}
+	}
+	ctx := &funcCtx{fn: fn}
+	if mc := c.closureSites[fn]; mc != nil {
+		ctx.parent, ctx.bindings = c.standaloneCtx(fn.Parent()), mc.Bindings
+	}
+	return ctx
+}
+
+// lockName is the mutex as the source spells it at a Lock call, e.g. "o.mu",
+// or "s" for a mutex embedded in s.
+func (c *checker) lockName(common *ssa.CallCommon, p lockPath) string {
+	if call := c.callAt(common.Pos()); call != nil {
+		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok {
+			return types.ExprString(sel.X)
+		}
+	}
+	return p.name
+}
+
+// callAt returns the call expression whose '(' is at lparen.
+func (c *checker) callAt(lparen token.Pos) *ast.CallExpr {
+	if c.calls == nil {
+		c.calls = map[token.Pos]*ast.CallExpr{}
+		for _, file := range c.pass.Files {
+			ast.Inspect(file, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					c.calls[call.Lparen] = call
+				}
+				return true
+			})
+		}
+	}
+	return c.calls[lparen]
+}

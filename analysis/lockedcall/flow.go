@@ -1,0 +1,219 @@
+package lockedcall
+
+import "golang.org/x/tools/go/ssa"
+
+// result is what the analysis of one function in one context found.
+type result struct {
+	exit     *lockState // the state at its returns, joined; nil if it never returns
+	findings []finding
+}
+
+// flow is the forward dataflow over one function's blocks in one context.
+type flow struct {
+	c     *checker
+	ctx   *funcCtx
+	tries map[ssa.Value]pendingLock // TryLock results: the lock is held where they are true
+	// relockAtReturn are the mutexes that deferred calls lock again on some
+	// path; the function returns holding them.
+	relockAtReturn map[string]pendingLock
+	memo           map[memoKey]result // closures and loop bodies analyzed at a call site
+
+	reporting bool // the fixpoint is reached: record findings and the exit state
+	findings  []finding
+	exit      *lockState
+}
+
+// pendingLock is a lock that will be held later: on the true branch of a
+// TryLock, or when a deferred Lock runs at return.
+type pendingLock struct {
+	path lockPath
+	name string
+	read bool
+}
+
+type memoKey struct {
+	site  ssa.Instruction
+	fn    *ssa.Function
+	state string
+}
+
+// maxClosureDepth bounds how deep closures called from closures are followed;
+// it also stops a closure that calls itself.
+const maxClosureDepth = 6
+
+// analyze runs the dataflow over ctx.fn from the state entry to a fixpoint,
+// then walks the blocks once more to record what happens under a lock. The
+// state at a block's entry is the join of its predecessors' exits ("held on
+// some path"), so a call is reported when some path reaches it with the lock
+// held, and a path that released the lock and returned early adds nothing.
+func (c *checker) analyze(ctx *funcCtx, entry *lockState) result {
+	fn := ctx.fn
+	if len(fn.Blocks) == 0 || ctx.depth > maxClosureDepth {
+		return result{exit: entry}
+	}
+	f := &flow{c: c, ctx: ctx, tries: map[ssa.Value]pendingLock{}, relockAtReturn: map[string]pendingLock{}, memo: map[memoKey]result{}}
+	in := make([]*lockState, len(fn.Blocks))
+	in[0] = entry
+	queued := make([]bool, len(fn.Blocks))
+	work := []*ssa.BasicBlock{fn.Blocks[0]}
+	queued[0] = true
+	for len(work) > 0 {
+		b := work[0]
+		work = work[1:]
+		queued[b.Index] = false
+		out := f.block(b, in[b.Index].clone())
+		for i, succ := range b.Succs {
+			merged := join(in[succ.Index], f.edge(b, i, out))
+			if !equal(merged, in[succ.Index]) {
+				in[succ.Index] = merged
+				if !queued[succ.Index] {
+					queued[succ.Index] = true
+					work = append(work, succ)
+				}
+			}
+		}
+	}
+	f.reporting = true
+	f.exit = nil
+	for _, b := range fn.Blocks {
+		if in[b.Index] != nil {
+			f.block(b, in[b.Index].clone())
+		}
+	}
+	return result{exit: f.exit, findings: f.findings}
+}
+
+// edge returns the state that flows along b's i'th successor edge: on the true
+// edge of `if mu.TryLock()` the mutex is held.
+func (f *flow) edge(b *ssa.BasicBlock, i int, out *lockState) *lockState {
+	if i != 0 || len(b.Instrs) == 0 {
+		return out
+	}
+	cond, ok := b.Instrs[len(b.Instrs)-1].(*ssa.If)
+	if !ok {
+		return out
+	}
+	t, ok := f.tries[cond.Cond]
+	if !ok {
+		return out
+	}
+	held := out.clone()
+	held.acquire(t.path, t.name, t.read)
+	return held
+}
+
+// block applies the block's instructions to st, which it owns.
+func (f *flow) block(b *ssa.BasicBlock, st *lockState) *lockState {
+	for _, instr := range b.Instrs {
+		switch instr := instr.(type) {
+		case *ssa.Call:
+			st = f.call(instr.Common(), instr, st)
+		case *ssa.Defer:
+			f.deferCall(instr, st)
+		case *ssa.Return:
+			f.exit = join(f.exit, f.returning(st))
+		}
+		// *ssa.Go is left out on purpose: the goroutine does not run under
+		// the caller's lock.
+	}
+	return st
+}
+
+// returning is the state after a return has run the deferred calls: the
+// mutexes they release are released, and those they lock (testing.B.Run's
+// `benchmarkLock.Unlock(); defer benchmarkLock.Lock()`) are held again.
+func (f *flow) returning(st *lockState) *lockState {
+	out := st.clone()
+	for key, h := range st.held {
+		if h.deferred {
+			delete(out.held, key)
+		}
+	}
+	for key, t := range f.relockAtReturn {
+		if _, wasCallers := out.released[key]; wasCallers {
+			delete(out.released, key) // given back as found
+			continue
+		}
+		out.acquire(t.path, t.name, t.read)
+	}
+	return out
+}
+
+func (f *flow) report(fd finding) {
+	if f.reporting {
+		f.findings = append(f.findings, fd)
+	}
+}
+
+// call applies a call to st and records it if it runs outside code under a
+// lock. It returns the state after the call.
+func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lockState {
+	if op, lockValue := lockOpOf(common); op != notLockOp {
+		f.lockOp(op, lockValue, common, site, st)
+		return st
+	}
+	if common.IsInvoke() {
+		f.interfaceCall(common, st, callUnderLock)
+		return st
+	}
+	if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
+		f.c.applyEffects(f.c.effectsOf(fn), common.Args, f.ctx, st)
+		return st
+	}
+	if yield := rangeYield(common); yield != nil {
+		f.rangeOverFunc(common, yield, site, st)
+		return st
+	}
+	target := f.c.classify(common.Value, f.ctx)
+	if target.out != visible && len(st.held) > 0 {
+		f.report(finding{kind: callUnderLock, pos: common.Pos(), out: target.out, locks: st.locks()})
+	}
+	exit, inner := f.closures(target.closures, common, site, st)
+	if inner != nil {
+		f.report(finding{kind: closureUnderLock, pos: common.Pos(), inner: inner, locks: inner.locks})
+	}
+	if exit == nil {
+		return st
+	}
+	return exit
+}
+
+func (f *flow) lockOp(op lockOp, lockValue ssa.Value, common *ssa.CallCommon, site *ssa.Call, st *lockState) {
+	p := f.c.pathOf(lockValue, f.ctx)
+	switch op {
+	case opLock, opRLock:
+		st.acquire(p, f.c.lockName(common, p), op == opRLock)
+	case opUnlock, opRUnlock:
+		st.release(p)
+	case opTryLock, opTryRLock:
+		if site != nil {
+			f.tries[site] = pendingLock{path: p, name: f.c.lockName(common, p), read: op == opTryRLock}
+		}
+	}
+}
+
+// interfaceCall records, under -interfaces, a method call on an interface
+// value that the caller chose, made while a lock is held.
+func (f *flow) interfaceCall(common *ssa.CallCommon, st *lockState, kind findingKind) {
+	locks := st.locks()
+	if kind == deferBeforeUnlock {
+		locks = st.deferredLocks()
+	}
+	if !f.c.interfaces || len(locks) == 0 {
+		return
+	}
+	recv := common.Value
+	for {
+		ci, ok := recv.(*ssa.ChangeInterface)
+		if !ok {
+			break
+		}
+		recv = ci.X
+	}
+	if _, concrete := recv.(*ssa.MakeInterface); concrete {
+		return // the dynamic type is known here
+	}
+	if target := f.c.classify(recv, f.ctx); interfaceReceiverReported(target.out) {
+		f.report(finding{kind: kind, pos: common.Pos(), out: target.out, locks: locks, method: common.Method.Name()})
+	}
+}

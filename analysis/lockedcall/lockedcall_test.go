@@ -1,0 +1,41 @@
+package lockedcall_test
+
+import (
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/gpuinit/gpuinit/analysis/lockedcall"
+)
+
+func TestPlainCalls(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "basic", "owned")
+}
+
+func TestPyTorchLazyInit(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "pytorch")
+}
+
+func TestHelperFacts(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "helpers", "lockutil", "lockuser")
+}
+
+func TestDirectives(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "suppress")
+}
+
+func TestInterfacesFlag(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "ifacesoff")
+	setFlag(t, "interfaces", "true")
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "ifaces")
+}
+
+// setFlag sets one of the analyzer's flags for the rest of the test.
+func setFlag(t *testing.T, name, value string) {
+	t.Helper()
+	old := lockedcall.Analyzer.Flags.Lookup(name).Value.String()
+	if err := lockedcall.Analyzer.Flags.Set(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lockedcall.Analyzer.Flags.Set(name, old) })
+}

@@ -1,0 +1,25 @@
+// Package lockuser calls lockutil's helpers: their facts cross the import.
+package lockuser
+
+import "lockutil"
+
+type Service struct {
+	g lockutil.Guarded
+}
+
+func (s *Service) Run(cb func()) {
+	s.g.Lock()
+	s.g.Fn() // want `call of s.g.Fn \(a field\) while s.g.mu is held`
+	s.g.Unlock()
+	cb()
+	s.g.RLock()
+	cb() // want `call of cb \(a parameter\) while s.g.mu is read-locked`
+	s.g.RUnlock()
+}
+
+func Global(cb func()) {
+	lockutil.LockGlobal()
+	cb() // want `call of cb \(a parameter\) while lockutil.global is held`
+	lockutil.UnlockGlobal()
+	cb()
+}
