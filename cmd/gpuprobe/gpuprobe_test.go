@@ -78,6 +78,8 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Equal(t, "GPU-5e1d0c0a-9a7f-4b6e-8d2c-000000000001", d.UUID)
 		assert.Equal(t, "0000:19:00.0", d.PCIBusID)
 		assert.Equal(t, 132, d.Multiprocessors)
+		require.NotNil(t, d.FreeMemory)
+		assert.Equal(t, uint64(77<<30), *d.FreeMemory)
 		assert.Nil(t, rep.Fallback, "sim was asked for: no fallback")
 		require.Len(t, rep.Scenarios, 6)
 		for _, s := range rep.Scenarios {

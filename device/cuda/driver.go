@@ -37,9 +37,8 @@ var api = struct {
 	},
 	init: func() result { return result(C.gpuinit_cuInit()) },
 	deviceGetCount: func() (int, result) {
-		var n C.int
-		r := C.gpuinit_cuDeviceGetCount(&n)
-		return int(n), result(r)
+		c := C.gpuinit_cuDeviceGetCount()
+		return int(c.n), result(c.r)
 	},
 	deviceGet: func(ordinal int) (cuDevice, result) {
 		var d C.CUdevice

@@ -54,7 +54,13 @@ extern struct gpuinit_cuda gpuinit_cu;
 
 static CUresult gpuinit_cuDriverGetVersion(int *v) { return CU(cuDriverGetVersion)(v); }
 static CUresult gpuinit_cuInit(void) { return CU(cuInit)(0); }
-static CUresult gpuinit_cuDeviceGetCount(int *n) { return CU(cuDeviceGetCount)(n); }
+// gpuinit_cuDeviceGetCount returns by value: no Go pointer into C, no allocation.
+struct gpuinit_count { int n; CUresult r; };
+static struct gpuinit_count gpuinit_cuDeviceGetCount(void) {
+	struct gpuinit_count c = {0, 0};
+	c.r = CU(cuDeviceGetCount)(&c.n);
+	return c;
+}
 static CUresult gpuinit_cuDeviceGet(CUdevice *d, int ordinal) { return CU(cuDeviceGet)(d, ordinal); }
 static CUresult gpuinit_cuDeviceGetName(char *name, int len, CUdevice d) { return CU(cuDeviceGetName)(name, len, d); }
 static CUresult gpuinit_cuDeviceTotalMem(size_t *bytes, CUdevice d) { return CU(cuDeviceTotalMem_v2)(bytes, d); }

@@ -75,6 +75,12 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 		require.NoError(t, os.MkdirAll(node, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(node, "properties"), []byte(props), 0o644))
 	}
+	for bus, vram := range map[string][2]string{"0000:c1:00.0": {"68702699520", "4294967296"}, "0000:03:00.0": {"51522830336", "0"}} {
+		pci := filepath.Join(sys, "bus/pci/devices", bus)
+		require.NoError(t, os.MkdirAll(pci, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(pci, "mem_info_vram_total"), []byte(vram[0]+"\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(pci, "mem_info_vram_used"), []byte(vram[1]+"\n"), 0o644))
+	}
 	dev := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
 	log = filepath.Join(t.TempDir(), "calls.log")
@@ -100,6 +106,25 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	t.Run("no device: the hint names /dev/kfd and the variable that hides every GPU", func(t *testing.T) {
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", drivercodes.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+	})
+	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
+		runChild(t, "TestChildMemory", env...)
+	})
+	t.Run("Do makes the device current and puts the thread's back", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		runChild(t, "TestChildDo", env...)
+		calls, err := os.ReadFile(log)
+		require.NoError(t, err)
+		var current []string
+		for _, line := range strings.Split(string(calls), "\n") {
+			if strings.HasPrefix(line, "current ") {
+				current = append(current, line)
+			}
+		}
+		assert.Equal(t, []string{"current 1", "current 0", "current 1", "current 0"}, current, "Do(1) around Do(0), each restoring")
+	})
+	t.Run("a gfx target the ROCm libraries have no code for", func(t *testing.T) {
+		runChild(t, "TestChildUnsupportedTarget", append(env, "GPUINIT_FAKE_HIPRAND_FAIL=201")...)
 	})
 	t.Run("too old for the server's floor", func(t *testing.T) {
 		runChild(t, "TestChildFloor", append(env, "GPUINIT_FAKE_HIP_VERSION=50221153")...)
@@ -159,6 +184,39 @@ func TestChildNoDevice(t *testing.T) {
 	assert.Equal(t, 101, de.Code, "ROCm before 6.2 reports a missing /dev/kfd as 101")
 	assert.Contains(t, de.Hint, "kfd: the amdgpu kernel driver is not loaded")
 	assert.Contains(t, de.Hint, `ROCR_VISIBLE_DEVICES="-1" hides every device`)
+}
+
+func TestChildMemory(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	ctx := context.Background()
+	free, total, err := r.MemoryInfo(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(68702699520), total)
+	assert.Equal(t, uint64(68702699520-4294967296), free)
+	free, _, err = r.MemoryInfo(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(51522830336), free)
+}
+
+func TestChildDo(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	ctx := context.Background()
+	require.NoError(t, r.Do(ctx, 1, func() error { return r.Do(ctx, 0, func() error { return nil }) }))
+}
+
+func TestChildUnsupportedTarget(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	g, err := process.NewGenerator(0)
+	require.NoError(t, err)
+	defer g.Close()
+	err = g.Generate(make([]uint32, 8))
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "HIPRAND_STATUS_LAUNCH_FAILURE", de.Name)
+	assert.Contains(t, de.Hint, "HSA_OVERRIDE_GFX_VERSION")
 }
 
 func TestChildFloor(t *testing.T) {

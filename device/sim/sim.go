@@ -222,6 +222,28 @@ func (b *Backend) Device(ordinal int) (device.Info, error) {
 	}, nil
 }
 
+// UsedMemory is how much of each simulated device's memory is in use.
+const UsedMemory = 3 << 30
+
+// MemoryInfo reports 77 of 80 GiB free on every device, as a GPU with a
+// server's model loaded might.
+func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
+	info, err := b.Device(ordinal)
+	if err != nil {
+		return 0, 0, err
+	}
+	return info.TotalMemory - UsedMemory, info.TotalMemory, nil
+}
+
+// Do runs fn: sim has no current device to set, so there is nothing to
+// restore either.
+func (b *Backend) Do(ordinal int, fn func() error) error {
+	if _, err := b.Device(ordinal); err != nil {
+		return err
+	}
+	return fn()
+}
+
 // NewGenerator returns a generator that draws what cuRAND's Philox host
 // generator draws (philox.FillCURAND).
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {

@@ -29,6 +29,7 @@ type Library struct {
 var (
 	CUDA   = Library{Source: "fakecuda.c", Soname: "libcuda.so.1"}
 	CURAND = Library{Source: "fakecurand.c", Soname: "libcurand.so.10"}
+	NVML   = Library{Source: "fakenvml.c", Soname: "libnvidia-ml.so.1"}
 	// HIP is a ROCm 6 libamdhip64; HIPRAND is built into the same directory
 	// by BuildInto, since hipRAND is looked for beside libamdhip64.
 	HIP     = Library{Source: "fakehip.c", Soname: "libamdhip64.so.6"}

@@ -37,7 +37,8 @@ func HIPError(op string, code int, name, message string) *device.DriverError {
 	return e
 }
 
-const launchHint = "the kernel could not run: is there a GPU (rocminfo)? " + HIPNoDeviceHint
+const launchHint = "the kernel could not run: is there a GPU (rocminfo)? If there is, the ROCm libraries may have no code for its gfx target: " +
+	"use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"
 
 // HIPRAND are the hiprandStatus_t values.
 var HIPRAND = &device.CodeTable{Backend: "hip", Unnamed: "hiprandStatus_t", Codes: map[int]device.Code{

@@ -2,7 +2,9 @@
 // rocRAND's ordering (one sequential stream), drawing into the fake
 // libamdhip64's "device" memory, which is host memory.
 //
-//   GPUINIT_FAKE_HIPRAND_LOG  append one line per call to this file
+//   GPUINIT_FAKE_HIPRAND_LOG   append one line per call to this file
+//   GPUINIT_FAKE_HIPRAND_FAIL  the status hiprandGenerate returns instead of drawing,
+//                              e.g. 201, what rocRAND answers on a gfx target it has no code for
 //
 // Build: cc -shared -fPIC -Wl,-soname,libhiprand.so.1 -o libhiprand.so.1 fakehiprand.c
 #include <stdio.h>
@@ -42,6 +44,8 @@ static void philox(unsigned c[4], unsigned k0, unsigned k1) {
 
 hiprandStatus_t hiprandGenerate(hiprandGenerator_t g, unsigned int *out, size_t n) {
 	logcall("hiprandGenerate");
+	const char *fail = getenv("GPUINIT_FAKE_HIPRAND_FAIL");
+	if (fail && *fail) return atoi(fail);
 	for (size_t i = 0; i < n; i++) {
 		unsigned long long e = g->offset + i, j = e / 4;
 		unsigned c[4] = {(unsigned)j, (unsigned)(j >> 32), 0, 0};

@@ -1,0 +1,118 @@
+//go:build linux && cgo && !nocuda && !cudalink
+
+package cuda
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+)
+
+// The benchmarks run over the fake drivers, in this process (the tests load
+// drivers only in children), so each measures what gpuinit adds to the
+// driver's own calls. Reproduce with:
+//
+//	go test -run '^$' -bench . -benchmem ./device/cuda
+
+var benchLoaded bool
+
+// loadFakes points the backend at the fake libcuda and NVML and initializes.
+func loadFakes(b *testing.B) {
+	b.Helper()
+	if !benchLoaded {
+		os.Setenv(EnvLibrary, fakedriver.Build(b, fakedriver.CUDA))
+		os.Setenv(EnvNVMLLibrary, fakedriver.Build(b, fakedriver.NVML))
+		if err := process.Init(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		// Load NVML now, while b's files exist: a loaded library stays.
+		if _, _, err := process.MemoryInfo(0); err != nil {
+			b.Fatal(err)
+		}
+		benchLoaded = true
+	}
+}
+
+// BenchmarkLoad compares dlopen of the (already loaded) driver alone with
+// dlopen and resolving every symbol into the table.
+func BenchmarkLoad(b *testing.B) {
+	loadFakes(b)
+	b.Run("dlopen", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := dynload.Load(cLoader{}, driverLibrary()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dlopen+resolve-all-symbols", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := loadDriver(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkInit compares the driver calls initialization makes, made raw
+// through the table, with the backend's own initialization and device
+// descriptions, which make the same calls.
+func BenchmarkInit(b *testing.B) {
+	loadFakes(b)
+	ctx := context.Background()
+	b.Run("raw-driver-calls", func(b *testing.B) {
+		attrs := []int{attrComputeCapabilityMajor, attrComputeCapabilityMinor, attrMultiprocessorCount,
+			attrIntegrated, attrPCIBusID, attrPCIDeviceID, attrPCIDomainID}
+		for b.Loop() {
+			api.driverGetVersion()
+			api.init()
+			n, _ := api.deviceGetCount()
+			for i := range n {
+				dev, _ := api.deviceGet(i)
+				api.deviceGetName(dev)
+				api.deviceTotalMem(dev)
+				for _, a := range attrs {
+					api.deviceGetAttribute(a, dev)
+				}
+				deviceUUID(dev)
+				deviceUUIDv1(dev)
+			}
+		}
+	})
+	b.Run("backend", func(b *testing.B) {
+		for b.Loop() {
+			if err := initDriver(ctx); err != nil {
+				b.Fatal(err)
+			}
+			n, _ := process.Count()
+			for i := range n {
+				if _, err := describe(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkMemoryInfo compares the NVML call alone with MemoryInfo.
+func BenchmarkMemoryInfo(b *testing.B) {
+	loadFakes(b)
+	b.Run("nvml-call", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := nvmlMemory(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("MemoryInfo", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := process.MemoryInfo(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,88 @@
+//go:build linux && cgo && !nocuda
+
+package cuda
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device"
+)
+
+// MemoryInfo reads device ordinal's free and total memory without creating a
+// context or allocating anything: through NVML (libnvidia-ml.so.1, loaded at
+// the first call), matching the device by UUID or PCI bus id, never by index;
+// else through cuMemGetInfo_v2, only if the device's primary context is
+// already active (the thread's own context is saved and restored in the same
+// C call). Otherwise the error wraps device.ErrNotSupported and says why. It
+// is safe from many goroutines; after the first call per device it allocates
+// nothing.
+func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
+	n, err := b.Count()
+	if err != nil {
+		return 0, 0, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return 0, 0, fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
+	}
+	nvmlErr := loadNVML(n)
+	if nvmlErr == nil {
+		if free, total, nvmlErr = nvmlMemory(ordinal); nvmlErr == nil {
+			return free, total, nil
+		}
+	}
+	dev, r := api.deviceGet(ordinal)
+	if err := check("cuDeviceGet", r); err != nil {
+		return 0, 0, err
+	}
+	free, total, active, r := memInfoIfActive(dev)
+	if err := check("cuMemGetInfo_v2", r); err != nil {
+		return 0, 0, err
+	}
+	if !active {
+		return 0, 0, fmt.Errorf("%w: cuda: device %d's free memory cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory",
+			device.ErrNotSupported, ordinal, nvmlErr)
+	}
+	return free, total, nil
+}
+
+// primaries are the primary contexts Do retained: once per device, for the
+// life of the process.
+var primaries struct {
+	mu  sync.Mutex // protects following fields
+	ctx map[int]*primaryContext
+}
+
+// Do runs fn on a locked OS thread with device ordinal's primary context
+// current, and restores the thread's previous context afterwards, even if fn
+// panics (the panic goes on). The primary context is retained at the first Do
+// for the device and kept for the life of the process. The CUDA runtime
+// (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
+// this same primary context, so work fn does through them lands in it.
+func (b *Backend) Do(ordinal int, fn func() error) error {
+	if _, err := b.Device(ordinal); err != nil {
+		return err
+	}
+	pc, err := retainedPrimary(ordinal)
+	if err != nil {
+		return err
+	}
+	return pc.do(fn)
+}
+
+func retainedPrimary(ordinal int) (*primaryContext, error) {
+	primaries.mu.Lock()
+	defer primaries.mu.Unlock()
+	if pc := primaries.ctx[ordinal]; pc != nil {
+		return pc, nil
+	}
+	pc, err := retainPrimaryContext(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	if primaries.ctx == nil {
+		primaries.ctx = map[int]*primaryContext{}
+	}
+	primaries.ctx[ordinal] = pc
+	return pc, nil
+}

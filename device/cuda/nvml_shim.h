@@ -1,0 +1,35 @@
+// NVML as the cuda backend uses it, to read free memory without a CUDA
+// context: declared here, loaded with dlopen at the first MemoryInfo, in both
+// build modes (NVML is never linked).
+#ifndef GPUINIT_NVML_SHIM_H
+#define GPUINIT_NVML_SHIM_H
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+
+struct gpuinit_nvml {
+	nvmlReturn_t (*nvmlInit_v2)(void);
+	nvmlReturn_t (*nvmlDeviceGetHandleByUUID)(const char *, nvmlDevice_t *);
+	nvmlReturn_t (*nvmlDeviceGetHandleByPciBusId_v2)(const char *, nvmlDevice_t *);
+	nvmlReturn_t (*nvmlDeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t *);
+	const char *(*nvmlErrorString)(nvmlReturn_t);
+};
+extern struct gpuinit_nvml gpuinit_nvml;
+
+static nvmlReturn_t gpuinit_nvmlInit(void) { return gpuinit_nvml.nvmlInit_v2(); }
+static nvmlReturn_t gpuinit_nvmlByUUID(const char *u, nvmlDevice_t *d) { return gpuinit_nvml.nvmlDeviceGetHandleByUUID(u, d); }
+static nvmlReturn_t gpuinit_nvmlByBusID(const char *b, nvmlDevice_t *d) { return gpuinit_nvml.nvmlDeviceGetHandleByPciBusId_v2(b, d); }
+// gpuinit_nvmlMemory returns its results by value, so that Go passes no
+// pointer into C and allocates nothing for the call.
+struct gpuinit_nvml_memory { unsigned long long free_, total; nvmlReturn_t r; };
+static struct gpuinit_nvml_memory gpuinit_nvmlMemory(nvmlDevice_t d) {
+	nvmlMemory_t m;
+	struct gpuinit_nvml_memory out = {0, 0, 0};
+	out.r = gpuinit_nvml.nvmlDeviceGetMemoryInfo(d, &m);
+	if (out.r == 0) { out.free_ = m.free; out.total = m.total; }
+	return out;
+}
+static const char *gpuinit_nvmlError(nvmlReturn_t r) { return gpuinit_nvml.nvmlErrorString(r); }
+
+#endif

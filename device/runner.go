@@ -1,0 +1,46 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+)
+
+// DeviceRunner is implemented by backends that can make a device current on
+// the calling OS thread, for a server's own cgo engines (cuBLAS, llama.cpp).
+type DeviceRunner interface {
+	// Do runs fn on the calling goroutine's OS thread, which the caller has
+	// locked, with device ordinal current (CUDA: its primary context; HIP:
+	// hipSetDevice), and restores what the thread had before, even if fn
+	// panics.
+	Do(ordinal int, fn func() error) error
+}
+
+// Do initializes on first use, then runs fn on a locked OS thread with device
+// ordinal current, and restores the thread's previous device or context
+// afterwards, even if fn panics (the panic goes on, after the restore). It is
+// for a server's own cgo engines, whose calls use the thread's current device:
+// fn must not start goroutines that expect it.
+//
+// For CUDA the device's primary context is made current: it is retained once,
+// at the first Do for the device, and kept for the life of the process. The
+// CUDA runtime (cudart, and cuBLAS or llama.cpp on top of it) shares that
+// primary context with the driver API, so what fn does through them lands in
+// the same context. A backend without devices to make current (sim) runs fn on
+// the locked thread; one that does not implement DeviceRunner gets an error
+// wrapping ErrNotSupported.
+func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
+	if err := r.init.Init(ctx); err != nil {
+		return err
+	}
+	if err := r.CheckOrdinal(ordinal); err != nil {
+		return err
+	}
+	dr, ok := r.Backend().(DeviceRunner)
+	if !ok {
+		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return dr.Do(ordinal, fn)
+}

@@ -1,0 +1,88 @@
+// A fake libnvidia-ml.so.1 for gpuinit's tests. It numbers the fake libcuda's
+// two GPUs in the opposite order (NVML counts by PCI bus id, CUDA by its own
+// order: the two indices differ on real hosts too), so that a caller who
+// matches devices by index reads the wrong GPU's memory. Its free memory
+// figures differ from anything the fake libcuda reports.
+//
+//   GPUINIT_FAKE_NVML_LOG  append one line per call to this file
+//
+// Build: cc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fakenvml.c
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct fake_nvml_device *nvmlDevice_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+
+struct fake_nvml_device { const char *uuid, *bus; unsigned long long total, free; };
+
+// Index 0 is the CUDA fake's device 1, and index 1 its device 0.
+static struct fake_nvml_device devices[2] = {
+	{"GPU-01234567-89ab-cdef-fedc-ba9876543210", "00000001:3B:02.0", 85899345920ULL, 61203283968ULL},
+	{"GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", "00000000:18:00.0", 150754820096ULL, 140000000000ULL},
+};
+static int initialized;
+
+static void logcall(const char *fmt, const char *arg) {
+	const char *path = getenv("GPUINIT_FAKE_NVML_LOG");
+	if (!path || !*path) return;
+	FILE *f = fopen(path, "a");
+	if (!f) return;
+	fprintf(f, fmt, arg);
+	fputc('\n', f);
+	fclose(f);
+}
+
+nvmlReturn_t nvmlInit_v2(void) { logcall("nvmlInit_v2%s", ""); initialized = 1; return 0; }
+nvmlReturn_t nvmlShutdown(void) { logcall("nvmlShutdown%s", ""); initialized = 0; return 0; }
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
+	logcall("nvmlDeviceGetHandleByIndex_v2%s", "");
+	if (!initialized) return 1; // NVML_ERROR_UNINITIALIZED
+	if (i >= 2 || !d) return 2;
+	*d = &devices[i];
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d) {
+	logcall("nvmlDeviceGetHandleByUUID %s", uuid);
+	if (!initialized) return 1;
+	if (!uuid || !d) return 2; // NVML_ERROR_INVALID_ARGUMENT
+	for (int i = 0; i < 2; i++)
+		if (strcmp(uuid, devices[i].uuid) == 0) { *d = &devices[i]; return 0; }
+	return 6; // NVML_ERROR_NOT_FOUND
+}
+
+// NVML spells bus ids with an 8-digit domain, in upper case; it accepts the
+// 4-digit form too.
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d) {
+	logcall("nvmlDeviceGetHandleByPciBusId_v2 %s", bus);
+	if (!initialized) return 1;
+	if (!bus || !d) return 2;
+	for (int i = 0; i < 2; i++) {
+		const char *mine = devices[i].bus;
+		if (strcasecmp(bus, mine) == 0 || strcasecmp(bus, mine + 4) == 0) { *d = &devices[i]; return 0; }
+	}
+	return 6;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
+	logcall("nvmlDeviceGetMemoryInfo %s", d ? d->uuid : "?");
+	if (!initialized) return 1;
+	if (!d || !m) return 2;
+	m->total = d->total;
+	m->free = d->free;
+	m->used = d->total - d->free;
+	return 0;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r) {
+	switch (r) {
+	case 0: return "Success";
+	case 1: return "Uninitialized";
+	case 2: return "Invalid Argument";
+	case 6: return "Not Found";
+	}
+	return "Unknown Error";
+}
