@@ -244,3 +244,32 @@ func lineOfNext() int {
 	_, _, line, _ := runtime.Caller(1)
 	return line + 1
 }
+
+func TestStickyErrorsLoseTheDeviceOthersAreCounted(t *testing.T) {
+	ctx := context.Background()
+	s := sim.New()
+	r := device.New(s)
+	require.NoError(t, r.Init(ctx))
+	assert.False(t, r.AnyLost())
+	assert.False(t, r.ReportError(0, errors.New("a timeout of the engine's own")), "not a driver error: counted")
+	de := r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 1)
+	assert.False(t, de.Sticky)
+	assert.False(t, r.AnyLost())
+	assert.Equal(t, map[int]int64{0: 2}, r.ErrorCounts())
+
+	s.LoseDevice(1, 700)
+	err := r.Do(ctx, 1, func() error { return nil })
+	require.Error(t, err)
+	assert.True(t, r.ReportError(1, err), "700 is sticky: device 1 is lost")
+	assert.True(t, r.ReportError(1, nil), "and stays lost")
+	de = r.ReportDriverCode(0, "cuLaunchKernel", 719)
+	assert.True(t, de.Sticky)
+	assert.Equal(t, "CUDA_ERROR_LAUNCH_FAILED", de.Name)
+	lost := r.Lost()
+	require.Len(t, lost, 2)
+	assert.Equal(t, 0, lost[0].Ordinal)
+	assert.Equal(t, 719, lost[0].Err.Code)
+	assert.Equal(t, 700, lost[1].Err.Code)
+	assert.ErrorIs(t, lost[1], device.ErrDeviceLost)
+	assert.Contains(t, lost[1].Error(), "device 1 lost")
+}

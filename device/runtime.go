@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpuinit/gpuinit/lazy"
 )
@@ -29,6 +30,7 @@ type Runtime struct {
 	devices    atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
 	minDriver  atomic.Int64                      // RequireDriverVersion's floor, read by initialize
 	visibility atomic.Pointer[map[string]string] // the visibility settings seen at initialization
+	lost       lostDevices                       // errors reported by the server's engine
 }
 
 // New returns a Runtime for b that Open does not share: for tests and for
@@ -122,6 +124,24 @@ func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) er
 
 // State reports the initialization state without initializing.
 func (r *Runtime) State() lazy.State { return r.init.State() }
+
+// InitTimes reports when the initialization started and finished; a time not
+// reached yet is zero. It never waits.
+func (r *Runtime) InitTimes() (started, finished time.Time) { return r.init.Times() }
+
+// Running reports what the initialization runs now, while it runs: "init" for
+// the driver's own initialization, or the call site of a queued function, and
+// since when. See lazy.Initializer.Running.
+func (r *Runtime) Running() (what string, since time.Time, ok bool) { return r.init.Running() }
+
+// Err returns the memoized initialization failure without initializing: nil
+// unless the state is lazy.Failed.
+func (r *Runtime) Err() error {
+	if r.init.State() != lazy.Failed {
+		return nil
+	}
+	return r.init.Init(context.Background()) // memoized: returns at once
+}
 
 // IsInitialized reports whether initialization has succeeded, without
 // initializing, like torch.cuda.is_initialized.

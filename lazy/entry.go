@@ -9,7 +9,7 @@ import (
 
 // entry is one function to run during initialization: init itself or a queued
 // call. start is written by the initialization goroutine before the entry is
-// handed to the watchdog, and never again.
+// published to the watchdog and to Running, and never again.
 type entry struct {
 	fn      Func
 	pc      [1]uintptr // where Call was called; zero for init

@@ -90,10 +90,13 @@ const DefaultWatchdog = 30 * time.Second
 // init and queued functions.
 type Initializer struct {
 	// Read without mu on the fast paths; state is written only under mu.
-	state    atomic.Int32  // a State
-	phase    atomic.Int32  // phaseInit or phaseDrain while Initializing
-	workerID atomic.Uint64 // goroutine id of the goroutine that runs init and the queue
-	holder   atomic.Uint64 // goroutine id holding mu; tracked only in tests
+	state    atomic.Int32          // a State
+	phase    atomic.Int32          // phaseInit or phaseDrain while Initializing
+	workerID atomic.Uint64         // goroutine id of the goroutine that runs init and the queue
+	holder   atomic.Uint64         // goroutine id holding mu; tracked only in tests
+	running  atomic.Pointer[entry] // the function the initialization runs now, for Running
+	started  atomic.Int64          // UnixNano when the initialization started; 0 before
+	finished atomic.Int64          // UnixNano when it became Ready or Failed; 0 before
 
 	// Set by New, read-only after.
 	init    Func
@@ -122,6 +125,31 @@ func New(init Func, opts ...Option) *Initializer {
 
 // State reports the Initializer's state. It takes no lock.
 func (i *Initializer) State() State { return State(i.state.Load()) }
+
+// Times reports when the initialization started and when it finished (became
+// Ready or Failed); a time not reached yet is zero. It takes no lock.
+func (i *Initializer) Times() (started, finished time.Time) {
+	if ns := i.started.Load(); ns != 0 {
+		started = time.Unix(0, ns)
+	}
+	if ns := i.finished.Load(); ns != 0 {
+		finished = time.Unix(0, ns)
+	}
+	return started, finished
+}
+
+// Running reports what the initialization is running now, while Initializing:
+// "init" for the init function, or the call site ("file.go:line function") of
+// the queued function, and when it started; ok is false between functions and
+// in every other state. It takes no lock and never waits, so a health check may
+// call it while init hangs.
+func (i *Initializer) Running() (what string, since time.Time, ok bool) {
+	e := i.running.Load()
+	if e == nil {
+		return "", time.Time{}, false
+	}
+	return e.site(), e.start, true
+}
 
 // Init initializes on first use and returns the memoized result.
 //
@@ -169,6 +197,7 @@ func (i *Initializer) Init(ctx context.Context) error {
 			return fmt.Errorf("lazy: initialization not started: %w", ctxErr)
 		}
 		i.done = make(chan struct{})
+		i.started.Store(time.Now().UnixNano())
 		i.phase.Store(phaseInit)
 		i.state.Store(int32(Initializing))
 		go i.run(ctx)
@@ -237,7 +266,10 @@ func (i *Initializer) run(parent context.Context) {
 	// ErrGoexit for the deferred code, which settles every failure.
 	step := func(e *entry) bool {
 		cur, err = e, ErrGoexit
+		e.start = time.Now()
+		i.running.Store(e)
 		err = wd.run(ctx, e)
+		i.running.Store(nil)
 		return err == nil
 	}
 	defer func() {
@@ -264,6 +296,7 @@ func (i *Initializer) run(parent context.Context) {
 			i.lock()
 			if i.head == len(i.queue) {
 				i.queue, i.head = nil, 0
+				i.finished.Store(time.Now().UnixNano())
 				i.state.Store(int32(Ready))
 				close(i.done)
 				i.unlock()
@@ -297,6 +330,7 @@ func (i *Initializer) fail(cur *entry, err error) {
 	}
 	i.refusal = &notRunError{i.err}
 	i.queue, i.head = nil, 0
+	i.finished.Store(time.Now().UnixNano())
 	i.state.Store(int32(Failed))
 	close(i.done)
 	i.unlock()

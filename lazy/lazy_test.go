@@ -330,3 +330,31 @@ func TestCallFromAGoStatementRecordsTheGoStatement(t *testing.T) {
 	want := fmt.Sprintf("%s:%d go statement in %s", filepath.Base(file), line+1, "github.com/gpuinit/gpuinit/lazy.TestCallFromAGoStatementRecordsTheGoStatement")
 	assert.Equal(t, want, ie.NotRun[0], "not runtime.goexit")
 }
+
+func TestRunningNamesWhatTheInitializationRunsNow(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	i := New(func(context.Context) error { close(entered); <-release; return nil })
+	_, _, ok := i.Running()
+	assert.False(t, ok, "nothing runs before Init")
+	queuedRelease := make(chan struct{})
+	queuedEntered := make(chan struct{})
+	site := callSite()
+	require.NoError(t, i.Call(context.Background(), func(context.Context) error { close(queuedEntered); <-queuedRelease; return nil }))
+	done := make(chan error)
+	go func() { done <- i.Init(context.Background()) }()
+	<-entered
+	what, since, ok := i.Running()
+	assert.True(t, ok)
+	assert.Equal(t, "init", what)
+	assert.WithinDuration(t, time.Now(), since, 5*time.Second)
+	close(release)
+	<-queuedEntered
+	what, _, ok = i.Running()
+	assert.True(t, ok)
+	assert.Equal(t, site, what, "a queued function is named by its call site")
+	close(queuedRelease)
+	require.NoError(t, <-done)
+	_, _, ok = i.Running()
+	assert.False(t, ok)
+}

@@ -44,7 +44,6 @@ func newWatchdog(o *options) *watchdog {
 // runtime.Goexit passes through: the caller's deferred code handles it.
 func (w *watchdog) run(ctx context.Context, e *entry) (err error) {
 	if w.timer != nil {
-		e.start = time.Now()
 		w.cur.Store(e)
 		defer w.cur.Store(nil)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/health"
 )
 
 // schema names the JSON layout; fields are only ever added within a version.
@@ -35,27 +35,14 @@ type report struct {
 	ExitCode       int               `json:"exit_code"`
 }
 
-type deviceInfo struct {
-	Ordinal           int     `json:"ordinal"`
-	Name              string  `json:"name"`
-	Arch              string  `json:"arch"`
-	TotalMemory       uint64  `json:"total_memory"`
-	FreeMemory        *uint64 `json:"free_memory"` // null where it cannot be read without side effects
-	UUID              string  `json:"uuid"`
-	PCIBusID          string  `json:"pci_bus_id"`
-	ComputeCapability string  `json:"compute_capability"` // "9.0"; empty outside CUDA
-	Multiprocessors   int     `json:"multiprocessors"`
-	Integrated        bool    `json:"integrated"`
-}
+// The device and error shapes are device/health's, so that gpuprobe's report
+// and a server's status read alike.
+type (
+	deviceInfo = health.Device
+	errorInfo  = health.Error
+)
 
-func deviceInfoOf(d device.Info) deviceInfo {
-	info := deviceInfo{Ordinal: d.Ordinal, Name: d.Name, Arch: d.Arch, TotalMemory: d.TotalMemory,
-		UUID: d.UUID, PCIBusID: d.PCIBusID, Multiprocessors: d.Multiprocessors, Integrated: d.Integrated}
-	if d.ComputeMajor != 0 {
-		info.ComputeCapability = fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor)
-	}
-	return info
-}
+func deviceInfoOf(d device.Info) deviceInfo { return health.DeviceOf(d) }
 
 // fallback is why auto probed sim instead of a GPU.
 type fallback struct {
@@ -93,38 +80,9 @@ type mismatch struct {
 	Philox uint32 `json:"philox"`
 }
 
-type errorInfo struct {
-	Message string `json:"message"`
-	// Kind is no-device, no-driver, driver-mismatch, not-compiled, hang or
-	// interrupted; empty for other failures.
-	Kind string `json:"kind,omitempty"`
-	Op   string `json:"op,omitempty"`   // the failing call, e.g. cuInit or dlopen
-	Code int    `json:"code,omitempty"` // the driver's raw code
-	Name string `json:"name,omitempty"` // the code's name
-	Hint string `json:"hint,omitempty"`
-}
-
 // describe turns an error into the report's form, with the driver's code,
 // name and hint when there is a *device.DriverError inside.
-func describe(err error) *errorInfo {
-	info := &errorInfo{Message: err.Error()}
-	var de *device.DriverError
-	if errors.As(err, &de) {
-		info.Op, info.Code, info.Name, info.Hint = de.Op, de.Code, de.Name, de.Hint
-	}
-	for _, k := range []struct {
-		sentinel error
-		kind     string
-	}{
-		{device.ErrNotCompiled, "not-compiled"}, {device.ErrDriverNotFound, "no-driver"},
-		{device.ErrDriverMismatch, "driver-mismatch"}, {device.ErrNoDevice, "no-device"},
-	} {
-		if errors.Is(err, k.sentinel) {
-			info.Kind = k.kind
-		}
-	}
-	return info
-}
+func describe(err error) *errorInfo { return health.ErrorOf(err) }
 
 // fail ends the report with an error and an exit status.
 func (r *report) fail(exit int, info *errorInfo) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,7 +56,8 @@ func TestInterruptionIsReportedAsSuchWithTheShellsStatus(t *testing.T) {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			cmd := exec.Command(bin, "-backend", "sim", "-json", "-timeout", "60s")
 			cmd.Env = append(os.Environ(), "GPUINIT_SIM_FAIL=hang")
-			var stdout, stderr bytes.Buffer
+			var stdout bytes.Buffer
+			var stderr lockedBuffer // read while the child writes it
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())
 			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "initializing sim") },
@@ -107,4 +109,23 @@ func TestTinyTimeoutsExplainAMissingDump(t *testing.T) {
 			assert.Contains(t, s.Dump, "no dump: the child had not started", s.Name)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that one goroutine may write while another
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

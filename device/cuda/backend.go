@@ -163,3 +163,15 @@ const notLoaded = -1
 
 // codeError is the table's error for code, without asking the driver.
 func codeError(op string, code int) error { return drivercodes.CUDA.Error(op, code, "", "") }
+
+// DriverError classifies a CUresult that a server's engine got from its own
+// CUDA call op, with the driver's own name and description where the driver
+// is loaded: sticky codes (700, 719, 214 and the others the driver documents
+// as leaving the context unusable) are marked so.
+func (*Backend) DriverError(op string, code int) *device.DriverError {
+	if initDone() && driver.lib.Path != "" {
+		name, desc := errorStrings(code)
+		return drivercodes.CUDA.Error(op, code, name, desc)
+	}
+	return drivercodes.CUDA.Error(op, code, "", "")
+}

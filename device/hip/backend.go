@@ -188,3 +188,13 @@ func check(op string, r int) error {
 }
 
 func codeError(op string, code int) error { return drivercodes.HIPError(op, code, "", "") }
+
+// DriverError classifies a hipError_t that a server's engine got from its own
+// HIP call op: sticky codes (700, 719, 214, ...) are marked so.
+func (*Backend) DriverError(op string, code int) *device.DriverError {
+	if initDone() && runtime.lib.Path != "" {
+		name, desc := errorStrings(code)
+		return drivercodes.HIPError(op, code, name, desc)
+	}
+	return drivercodes.HIPError(op, code, "", "")
+}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,6 +132,9 @@ type Backend struct {
 
 	initialized atomic.Bool
 	hang        chan struct{} // never closed: what a hung driver call waits on
+
+	mu   sync.Mutex  // protects following fields
+	lost map[int]int // ordinal -> the sticky CUresult its calls now fail with
 }
 
 // New returns a simulated backend: 2 devices that succeed at once, unless
@@ -222,6 +226,34 @@ func (b *Backend) Device(ordinal int) (device.Info, error) {
 	}, nil
 }
 
+// LoseDevice makes device ordinal fail from now on as a GPU does after a
+// sticky error: every later generator draw, MemoryInfo and Do on it returns
+// the CUDA error code (700 CUDA_ERROR_ILLEGAL_ADDRESS, 719
+// CUDA_ERROR_LAUNCH_FAILED, 214 CUDA_ERROR_ECC_UNCORRECTABLE...). For tests
+// of what a server does with a device that dies after init.
+func (b *Backend) LoseDevice(ordinal, code int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lost == nil {
+		b.lost = map[int]int{}
+	}
+	b.lost[ordinal] = code
+}
+
+// lostError is the error a lost device's calls return, or nil.
+func (b *Backend) lostError(op string, ordinal int) error {
+	b.mu.Lock()
+	code, lost := b.lost[ordinal]
+	b.mu.Unlock()
+	if !lost {
+		return nil
+	}
+	return driverError(op, code)
+}
+
+// DriverError classifies a CUresult as the cuda backend does, as backend sim.
+func (b *Backend) DriverError(op string, code int) *device.DriverError { return driverError(op, code) }
+
 // UsedMemory is how much of each simulated device's memory is in use.
 const UsedMemory = 3 << 30
 
@@ -230,6 +262,9 @@ const UsedMemory = 3 << 30
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	info, err := b.Device(ordinal)
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := b.lostError("cuMemGetInfo_v2", ordinal); err != nil {
 		return 0, 0, err
 	}
 	return info.TotalMemory - UsedMemory, info.TotalMemory, nil
@@ -241,6 +276,9 @@ func (b *Backend) Do(ordinal int, fn func() error) error {
 	if _, err := b.Device(ordinal); err != nil {
 		return err
 	}
+	if err := b.lostError("cuCtxSetCurrent", ordinal); err != nil {
+		return err
+	}
 	return fn()
 }
 
@@ -250,15 +288,22 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 	if _, err := b.Device(ordinal); err != nil {
 		return nil, err
 	}
-	return &generator{}, nil
+	return &generator{b: b, ordinal: ordinal}, nil
 }
 
-type generator struct{ seed, offset uint64 }
+type generator struct {
+	b            *Backend
+	ordinal      int
+	seed, offset uint64
+}
 
 func (g *generator) SetSeed(seed uint64) error     { g.seed = seed; return nil }
 func (g *generator) SetOffset(offset uint64) error { g.offset = offset; return nil }
 func (g *generator) Close() error                  { return nil }
 func (g *generator) Generate(dst []uint32) error {
+	if err := g.b.lostError("curandGenerate", g.ordinal); err != nil {
+		return err
+	}
 	philox.FillCURAND(dst, g.seed, g.offset)
 	g.offset += uint64(len(dst))
 	return nil

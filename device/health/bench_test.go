@@ -1,0 +1,39 @@
+package health_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/device/sim"
+)
+
+// go test -run '^$' -bench . -benchmem ./device/health
+//
+// One recorder is reused, so that what is counted is the handler's own work.
+func benchmarkHandler(b *testing.B, handler func(*health.Health) http.Handler) {
+	rt := device.New(sim.New())
+	if err := rt.Init(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	h := health.New(rt)
+	defer h.Close()
+	hh := handler(h)
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	rec := httptest.NewRecorder()
+	hh.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rec.Body.Reset()
+		hh.ServeHTTP(rec, req)
+	}
+}
+
+func BenchmarkReady(b *testing.B) { benchmarkHandler(b, (*health.Health).Ready) }
+func BenchmarkLive(b *testing.B)  { benchmarkHandler(b, (*health.Health).Live) }

@@ -1,0 +1,220 @@
+package health_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func probe(t *testing.T, h http.Handler) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	return rec.Code, rec.Body.String()
+}
+
+func status(t *testing.T, h *health.Health) health.Status {
+	t.Helper()
+	code, body := probe(t, h.Status())
+	require.Equal(t, http.StatusOK, code)
+	var s health.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &s), body)
+	assert.Equal(t, health.StatusSchema, s.Schema)
+	return s
+}
+
+func TestAutoInitStartsOnceAndReadinessNeverBlocks(t *testing.T) {
+	c := &devicetest.Counting{Backend: sim.New(sim.WithInitDelay(200 * time.Millisecond))}
+	rt := device.New(c)
+	h := health.New(rt)
+	defer h.Close()
+	for range 20 {
+		start := time.Now()
+		code, body := probe(t, h.Ready())
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Contains(t, body, "initializing")
+		assert.Less(t, time.Since(start), 50*time.Millisecond, "readiness never waits for init")
+	}
+	require.Eventually(t, func() bool { code, _ := probe(t, h.Ready()); return code == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, int64(1), c.Calls().Init, "the first probe started Init, once")
+	s := status(t, h)
+	assert.Equal(t, "ready", s.State)
+	assert.True(t, s.Ready && s.Live)
+	assert.Len(t, s.Devices, 2)
+	assert.Equal(t, "GPU-5e1d0c0a-9a7f-4b6e-8d2c-000000000000", s.Devices[0].UUID)
+	assert.Equal(t, sim.DriverVersion, s.DriverVersion)
+	assert.GreaterOrEqual(t, s.Init.DurationMillis, 200.0)
+	require.NotNil(t, s.ReadAt)
+}
+
+func TestWithoutAutoInitNothingStarts(t *testing.T) {
+	c := &devicetest.Counting{Backend: sim.New()}
+	h := health.New(device.New(c), health.WithoutAutoInit())
+	defer h.Close()
+	code, body := probe(t, h.Ready())
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "not initialized")
+	code, _ = probe(t, h.Live())
+	assert.Equal(t, http.StatusOK, code)
+	assert.Zero(t, c.Calls().Total())
+}
+
+func TestLiveNeverTouchesTheRuntimeOrBackend(t *testing.T) {
+	c := &devicetest.Counting{Backend: sim.New()}
+	rt := device.New(c)
+	h := health.New(rt)
+	defer h.Close()
+	for range 100 {
+		code, body := probe(t, h.Live())
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, "ok\n", body)
+	}
+	assert.Zero(t, c.Calls().Total(), "no call into the backend")
+	assert.False(t, rt.IsInitialized(), "liveness never initializes")
+}
+
+func TestFailedInitIsFinalForReadinessAndLiveness(t *testing.T) {
+	rt := device.New(sim.New(sim.WithFailure(sim.NoDevice)))
+	site := "health_test.go"
+	require.NoError(t, rt.LazyCall(context.Background(), func(context.Context) error { return nil }))
+	var logs bytes.Buffer
+	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	defer h.Close()
+	_ = rt.Init(context.Background())
+	for _, hh := range []http.Handler{h.Ready(), h.Live()} {
+		code, body := probe(t, hh)
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Contains(t, body, "CUDA_ERROR_NO_DEVICE")
+	}
+	s := status(t, h)
+	assert.Equal(t, "failed", s.State)
+	require.NotNil(t, s.Failure)
+	assert.Equal(t, 100, s.Failure.Code)
+	assert.Equal(t, "CUDA_ERROR_NO_DEVICE", s.Failure.Name)
+	assert.Equal(t, "no-device", s.Failure.Kind)
+	assert.Contains(t, s.Failure.Hint, "CUDA_VISIBLE_DEVICES")
+	require.Len(t, s.Failure.NotRun, 1)
+	assert.Contains(t, s.Failure.NotRun[0], site)
+	assert.Contains(t, logs.String(), "initialization failed")
+}
+
+func TestHangingInitFailsLivenessAfterTheDeadline(t *testing.T) {
+	rt := device.New(sim.New(sim.WithFailure(sim.Hang)))
+	h := health.New(rt, health.WithInitDeadline(150*time.Millisecond))
+	defer h.Close()
+	code, _ := probe(t, h.Ready()) // starts the init that hangs
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	code, _ = probe(t, h.Live())
+	assert.Equal(t, http.StatusOK, code, "within the deadline the process is alive")
+	require.Eventually(t, func() bool { code, _ := probe(t, h.Live()); return code == http.StatusServiceUnavailable },
+		10*time.Second, 10*time.Millisecond)
+	_, body := probe(t, h.Live())
+	assert.Contains(t, body, "past its deadline of 150ms")
+	s := status(t, h)
+	assert.Equal(t, "initializing", s.State)
+	assert.Equal(t, "init", s.Init.Running, "status says which phase hangs")
+	assert.Greater(t, s.Init.RunningSeconds, 0.15)
+	for range 5 {
+		start := time.Now()
+		code, _ := probe(t, h.Ready())
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Less(t, time.Since(start), 50*time.Millisecond)
+	}
+}
+
+func TestCloseReleasesTheBackgroundInitEvenWhileItHangs(t *testing.T) {
+	h := health.New(device.New(sim.New(sim.WithFailure(sim.Hang))))
+	probe(t, h.Ready())
+	done := make(chan struct{})
+	go func() { _ = h.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a hung init")
+	}
+}
+
+func TestALostDeviceTurnsReadinessOff(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "WithRestartOnDeviceLoss"}[restart], func(t *testing.T) {
+			s := sim.New()
+			rt := device.New(s)
+			var opts []health.Option
+			if restart {
+				opts = append(opts, health.WithRestartOnDeviceLoss())
+			}
+			h := health.New(rt, opts...)
+			defer h.Close()
+			require.NoError(t, rt.Init(context.Background()))
+			code, _ := probe(t, h.Ready())
+			require.Equal(t, http.StatusOK, code)
+			s.LoseDevice(1, 719)
+			err := rt.Do(context.Background(), 1, func() error { return nil })
+			require.True(t, rt.ReportError(1, err))
+			code, body := probe(t, h.Ready())
+			assert.Equal(t, http.StatusServiceUnavailable, code)
+			assert.Contains(t, body, "device 1 lost")
+			code, _ = probe(t, h.Live())
+			assert.Equal(t, map[bool]int{false: http.StatusOK, true: http.StatusServiceUnavailable}[restart], code)
+			st := status(t, h)
+			require.Len(t, st.Lost, 1)
+			assert.Equal(t, 1, st.Lost[0].Ordinal)
+			assert.Equal(t, "CUDA_ERROR_LAUNCH_FAILED", st.Lost[0].Error.Name)
+			assert.Equal(t, "device-lost", st.Lost[0].Error.Kind)
+		})
+	}
+}
+
+func TestMountServesTheOpenInferenceProtocolPaths(t *testing.T) {
+	h := health.New(device.New(sim.New()))
+	defer h.Close()
+	mux := http.NewServeMux()
+	h.Mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, path := range []string{health.LivePath, health.ReadyPath, health.StatusPath} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.NotEqual(t, http.StatusNotFound, resp.StatusCode, path)
+	}
+	resp, err := http.Post(srv.URL+health.ReadyPath, "text/plain", strings.NewReader(""))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+func TestConcurrentProbes(t *testing.T) {
+	h := health.New(device.New(sim.New(sim.WithInitDelay(50 * time.Millisecond))))
+	defer h.Close()
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for range 50 {
+				switch g % 3 {
+				case 0:
+					probe(t, h.Ready())
+				case 1:
+					probe(t, h.Live())
+				default:
+					probe(t, h.Status())
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

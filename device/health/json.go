@@ -1,0 +1,127 @@
+package health
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/lazy"
+)
+
+// StatusSchema names the layout of Status's JSON. Fields are only ever added
+// within a version; a change of layout gets a new one.
+const StatusSchema = "gpuinit-health/v1"
+
+// Device is one device as JSON, in the layout gpuprobe's report shares.
+type Device struct {
+	Ordinal           int     `json:"ordinal"`
+	Name              string  `json:"name"`
+	Arch              string  `json:"arch"`
+	TotalMemory       uint64  `json:"total_memory"`
+	FreeMemory        *uint64 `json:"free_memory"` // null where not read
+	UUID              string  `json:"uuid"`
+	PCIBusID          string  `json:"pci_bus_id"`
+	ComputeCapability string  `json:"compute_capability"` // "9.0"; empty outside CUDA
+	Multiprocessors   int     `json:"multiprocessors"`
+	Integrated        bool    `json:"integrated"`
+}
+
+// DeviceOf is d as JSON, without free memory.
+func DeviceOf(d device.Info) Device {
+	out := Device{Ordinal: d.Ordinal, Name: d.Name, Arch: d.Arch, TotalMemory: d.TotalMemory,
+		UUID: d.UUID, PCIBusID: d.PCIBusID, Multiprocessors: d.Multiprocessors, Integrated: d.Integrated}
+	if d.ComputeMajor != 0 {
+		out.ComputeCapability = fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor)
+	}
+	return out
+}
+
+// Error is a failure as JSON, in the layout gpuprobe's report shares: the
+// message, a kind, and where there is a *device.DriverError inside, the
+// failing call, the raw code, its name and the hint. For work queued before
+// initialization that failed, Site names the call that queued it and NotRun
+// the queued work that never ran.
+type Error struct {
+	Message string `json:"message"`
+	// Kind is no-device, no-driver, driver-mismatch, not-compiled,
+	// device-lost, hang or interrupted; empty for other failures.
+	Kind   string   `json:"kind,omitempty"`
+	Op     string   `json:"op,omitempty"`
+	Code   int      `json:"code,omitempty"`
+	Name   string   `json:"name,omitempty"`
+	Hint   string   `json:"hint,omitempty"`
+	Site   string   `json:"site,omitempty"`
+	NotRun []string `json:"not_run,omitempty"`
+}
+
+// ErrorOf is err as JSON.
+func ErrorOf(err error) *Error {
+	out := &Error{Message: err.Error()}
+	var de *device.DriverError
+	if errors.As(err, &de) {
+		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
+	}
+	for _, k := range []struct {
+		sentinel error
+		kind     string
+	}{
+		{device.ErrNotCompiled, "not-compiled"}, {device.ErrDriverNotFound, "no-driver"},
+		{device.ErrDriverMismatch, "driver-mismatch"}, {device.ErrNoDevice, "no-device"},
+		{device.ErrDeviceLost, "device-lost"},
+	} {
+		if errors.Is(err, k.sentinel) {
+			out.Kind = k.kind
+		}
+	}
+	var deferred *lazy.DeferredError
+	var initErr *lazy.InitError
+	switch {
+	case errors.As(err, &deferred):
+		out.Site, out.NotRun = deferred.Site, deferred.NotRun
+	case errors.As(err, &initErr):
+		out.NotRun = initErr.NotRun
+	}
+	return out
+}
+
+// Status is what the status handler serves, as JSON (StatusSchema).
+type Status struct {
+	Schema string `json:"schema"`
+	State  string `json:"state"` // uninitialized, initializing, ready or failed
+	Ready  bool   `json:"ready"`
+	Live   bool   `json:"live"`
+	// Reason says why the runtime is not ready, or not live; empty when both.
+	Reason         string            `json:"reason,omitempty"`
+	Backend        string            `json:"backend"`
+	DriverVersion  int               `json:"driver_version,omitempty"`
+	RuntimeVersion int               `json:"runtime_version,omitempty"`
+	Devices        []Device          `json:"devices"`
+	Lost           []Lost            `json:"lost,omitempty"`
+	ErrorsReported map[int]int64     `json:"errors_reported,omitempty"` // non-sticky errors, by ordinal
+	Visibility     map[string]string `json:"visibility,omitempty"`
+	Init           InitTimes         `json:"init"`
+	Failure        *Error            `json:"failure,omitempty"`
+	// ReadAt is when the versions and devices above were read: once, when
+	// initialization finished, never by a probe. AgeSeconds is how long ago.
+	ReadAt     *time.Time `json:"read_at,omitempty"`
+	AgeSeconds float64    `json:"age_seconds,omitempty"`
+}
+
+// Lost is a lost device as JSON.
+type Lost struct {
+	Ordinal int       `json:"ordinal"`
+	Error   *Error    `json:"error"`
+	At      time.Time `json:"at"`
+}
+
+// InitTimes is the initialization's timeline as JSON. While it runs, Running
+// names what it runs ("init", or the call site of queued work) and for how
+// long: where a hang is.
+type InitTimes struct {
+	Started        *time.Time `json:"started,omitempty"`
+	Finished       *time.Time `json:"finished,omitempty"`
+	DurationMillis float64    `json:"duration_ms,omitempty"`
+	Running        string     `json:"running,omitempty"`
+	RunningSeconds float64    `json:"running_seconds,omitempty"`
+}

@@ -1,0 +1,133 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrDeviceLost is wrapped by the error a lost device's reports carry: the
+// device reported a sticky error and is unusable for the rest of the process.
+var ErrDeviceLost = errors.New("device: device lost")
+
+// ErrorClassifier is implemented by backends that can turn a raw code from a
+// server's own driver calls into a *DriverError: its name, hint, sentinel and
+// whether it is sticky (CUDA 700, 719, 214 and the like leave the context
+// unusable; HIP has the equivalents).
+type ErrorClassifier interface {
+	DriverError(op string, code int) *DriverError
+}
+
+// LostDevice is a device that reported a sticky error.
+type LostDevice struct {
+	Ordinal int
+	Err     *DriverError // the first sticky error it reported
+	At      time.Time
+}
+
+// lostDevices is the Runtime's record of reported errors.
+type lostDevices struct {
+	count  atomic.Int32 // len(lost), read without the lock by readiness checks
+	mu     sync.Mutex   // protects following fields
+	lost   map[int]LostDevice
+	counts map[int]int64 // non-sticky errors reported, by ordinal
+}
+
+// ReportDriverCode records a raw driver code that the server's engine got
+// from device ordinal in its own cgo call op (cuLaunchKernel, say). The
+// backend classifies it (an ErrorClassifier); a sticky code marks the device
+// lost for the rest of the process, any other is counted. It returns the
+// classified error, for the server's log.
+func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) *DriverError {
+	var de *DriverError
+	if c, ok := r.Backend().(ErrorClassifier); ok {
+		de = c.DriverError(op, code)
+	} else {
+		de = &DriverError{Backend: r.Name(), Op: op, Code: code, Name: "unclassified"}
+	}
+	r.ReportError(ordinal, de)
+	return de
+}
+
+// ReportError records an error that an operation on device ordinal returned.
+// A *DriverError marked Sticky marks the device lost for the rest of the
+// process (the first such error is kept); anything else is counted. It
+// reports whether the device is lost now. Safe from many goroutines; it never
+// blocks on initialization and never calls into the backend.
+func (r *Runtime) ReportError(ordinal int, err error) (lost bool) {
+	if err == nil {
+		return r.isLost(ordinal)
+	}
+	var de *DriverError
+	sticky := errors.As(err, &de) && de.Sticky
+	r.lost.mu.Lock()
+	defer r.lost.mu.Unlock()
+	if _, already := r.lost.lost[ordinal]; already {
+		return true
+	}
+	if !sticky {
+		if r.lost.counts == nil {
+			r.lost.counts = map[int]int64{}
+		}
+		r.lost.counts[ordinal]++
+		return false
+	}
+	if r.lost.lost == nil {
+		r.lost.lost = map[int]LostDevice{}
+	}
+	r.lost.lost[ordinal] = LostDevice{Ordinal: ordinal, Err: de, At: time.Now()}
+	r.lost.count.Add(1)
+	return true
+}
+
+// Lost lists the devices lost so far, by ordinal. It takes a short lock and
+// never touches the backend.
+func (r *Runtime) Lost() []LostDevice {
+	if r.lost.count.Load() == 0 {
+		return nil
+	}
+	r.lost.mu.Lock()
+	defer r.lost.mu.Unlock()
+	out := make([]LostDevice, 0, len(r.lost.lost))
+	for _, l := range r.lost.lost {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
+	return out
+}
+
+// AnyLost reports whether any device is lost, without a lock or allocation.
+func (r *Runtime) AnyLost() bool { return r.lost.count.Load() > 0 }
+
+// ErrorCounts reports how many non-sticky errors were reported per device.
+func (r *Runtime) ErrorCounts() map[int]int64 {
+	r.lost.mu.Lock()
+	defer r.lost.mu.Unlock()
+	out := make(map[int]int64, len(r.lost.counts))
+	for k, v := range r.lost.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *Runtime) isLost(ordinal int) bool {
+	if r.lost.count.Load() == 0 {
+		return false
+	}
+	r.lost.mu.Lock()
+	defer r.lost.mu.Unlock()
+	_, lost := r.lost.lost[ordinal]
+	return lost
+}
+
+// Error says which device was lost, when, and the driver's error; a
+// LostDevice is an error wrapping ErrDeviceLost and that *DriverError.
+func (l LostDevice) Error() string {
+	return fmt.Sprintf("device %d lost at %s: %v", l.Ordinal, l.At.Format(time.RFC3339), l.Err)
+}
+
+// Unwrap returns ErrDeviceLost and the driver's error.
+func (l LostDevice) Unwrap() []error { return []error{ErrDeviceLost, l.Err} }
