@@ -1,0 +1,102 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startServer builds and starts the example on a free port with env, and
+// returns its base URL and the process.
+func startServer(t *testing.T, env []string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "server")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return "http://" + m[1], cmd
+		}
+	}
+	t.Fatal("the server never said where it listens")
+	return "", nil
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
+	url, cmd := startServer(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms")
+	for range 5 {
+		start := time.Now()
+		code, body := get(t, url+health.ReadyPath)
+		assert.Equal(t, http.StatusServiceUnavailable, code, body)
+		assert.Less(t, time.Since(start), time.Second, "readiness answers while init hangs")
+	}
+	code, _ := get(t, url+health.LivePath)
+	assert.Equal(t, http.StatusOK, code, "alive within the deadline")
+	require.Eventually(t, func() bool { code, _ := get(t, url+health.LivePath); return code == http.StatusServiceUnavailable },
+		10*time.Second, 20*time.Millisecond, "liveness fails once the init deadline passes")
+	_, body := get(t, url+health.StatusPath)
+	var st health.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+	assert.Equal(t, "initializing", st.State)
+	assert.Equal(t, "init", st.Init.Running, "the phase that hangs")
+	assert.Greater(t, st.Init.RunningSeconds, 0.5)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "a clean exit, though init still hangs")
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGTERM did not stop the server")
+	}
+}
+
+func TestNoDeviceReadinessAndLivenessFailWithTheDriversWords(t *testing.T) {
+	url, _ := startServer(t, []string{"GPUINIT_SIM_FAIL=no-device"}, "-backend", "sim")
+	get(t, url+health.ReadyPath) // the first readiness probe starts init
+	require.Eventually(t, func() bool { code, _ := get(t, url+health.LivePath); return code == http.StatusServiceUnavailable },
+		10*time.Second, 10*time.Millisecond)
+	code, body := get(t, url+health.ReadyPath)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "CUDA_ERROR_NO_DEVICE")
+	_, body = get(t, url+health.StatusPath)
+	var st health.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	require.NotNil(t, st.Failure)
+	assert.Equal(t, 100, st.Failure.Code)
+	assert.Equal(t, "CUDA_ERROR_NO_DEVICE", st.Failure.Name)
+	assert.NotEmpty(t, st.Failure.Hint)
+}

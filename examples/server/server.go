@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/rng"
+	"github.com/gpuinit/gpuinit/rng/philox"
+)
+
+// maxDraw bounds one request's count.
+const maxDraw = 1 << 16
+
+// server is the example's GPU side: the runtime, its generators and health.
+type server struct {
+	rt     *device.Runtime
+	gens   *rng.Generators
+	health *health.Health
+	log    *slog.Logger
+
+	drawMu sync.Mutex // serializes draws, so that each reports the state it drew from
+}
+
+// newServer queues the seed for every device (nothing initializes yet) and
+// sets up health over rt.
+func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...health.Option) (*server, error) {
+	s := &server{rt: rt, gens: rng.New(rt), log: logger}
+	if err := s.gens.ManualSeedAll(context.Background(), seed); err != nil {
+		return nil, err
+	}
+	s.health = health.New(rt, append([]health.Option{health.WithLogger(logger)}, opts...)...)
+	return s, nil
+}
+
+// Close releases health's background initialization and the generators.
+func (s *server) Close() error {
+	return errors.Join(s.health.Close(), s.gens.Close())
+}
+
+// Handler serves the health paths and /v1/draw.
+func (s *server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.health.Mount(mux)
+	mux.HandleFunc("GET /v1/draw", s.draw)
+	return mux
+}
+
+// drawResult is /v1/draw's answer: the values, and the generator state they
+// were drawn from, so that anyone can check them against rng/philox.
+type drawResult struct {
+	Device int      `json:"device"`
+	Seed   uint64   `json:"seed"`
+	Offset uint64   `json:"offset"`
+	Source string   `json:"source"` // device, or cpu where the backend has no generators
+	Values []uint32 `json:"values"`
+}
+
+// draw serves GET /v1/draw?device=0&n=16. It initializes the runtime if
+// needed, waiting no longer than the request.
+func (s *server) draw(w http.ResponseWriter, r *http.Request) {
+	ordinal, n, err := drawParams(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	res, err := s.drawFrom(r.Context(), ordinal, n)
+	switch {
+	case errors.Is(err, device.ErrInvalidDevice):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		if s.rt.ReportError(ordinal, err) {
+			s.log.Error("device lost", "device", ordinal, "err", err)
+		}
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+func drawParams(r *http.Request) (ordinal, n int, err error) {
+	ordinal, n = 0, 16
+	if v := r.URL.Query().Get("device"); v != "" {
+		if ordinal, err = strconv.Atoi(v); err != nil {
+			return 0, 0, fmt.Errorf("device=%q: want an ordinal", v)
+		}
+	}
+	if v := r.URL.Query().Get("n"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxDraw {
+			return 0, 0, fmt.Errorf("n=%q: want 1..%d", v, maxDraw)
+		}
+	}
+	return ordinal, n, nil
+}
+
+func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
+	s.drawMu.Lock()
+	defer s.drawMu.Unlock()
+	st, err := s.gens.State(ctx, ordinal)
+	if err != nil {
+		return drawResult{}, err
+	}
+	res := drawResult{Device: ordinal, Seed: st.Seed, Offset: st.Offset, Source: "device", Values: make([]uint32, n)}
+	err = s.gens.Generate(ctx, ordinal, res.Values)
+	if !errors.Is(err, device.ErrNotSupported) {
+		return res, err
+	}
+	// No device generators: the same stream on the CPU, advancing the state
+	// as a device draw would.
+	res.Source = "cpu"
+	if s.rt.Name() == "hip" {
+		philox.FillSequential(res.Values, st.Seed, st.Offset)
+	} else {
+		philox.FillCURAND(res.Values, st.Seed, st.Offset)
+	}
+	next := rng.State{Seed: st.Seed, Offset: st.Offset + uint64((n+3)&^3)}
+	return res, s.gens.SetState(ctx, ordinal, next)
+}
