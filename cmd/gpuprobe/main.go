@@ -48,6 +48,9 @@ type config struct {
 	json       bool
 	scenario   string
 	discipline string
+	nfdFile    string        // NFD feature file to write, or ""
+	promFile   string        // node_exporter textfile to write, or ""
+	interval   time.Duration // repeat every interval until SIGTERM; 0 runs once
 }
 
 func main() {
@@ -66,6 +69,8 @@ Examples:
   gpuprobe -require-gpu -json               a GPU host's check: no fallback, JSON on stdout
   gpuprobe -backend sim -scenario queued    only the queued-callback scenarios, simulated GPU
   gpuprobe -discipline legacy -timeout 3s   show the pre-fix hang and where it is stuck
+  gpuprobe -require-gpu -interval 10m -nfd-file /etc/kubernetes/node-feature-discovery/features.d/gpuinit \
+           -prom-file /var/lib/node_exporter/textfile/gpuinit.prom    a DaemonSet's loop
   GPUINIT_SIM_FAIL=no-device gpuprobe -backend sim    see how a missing GPU is reported
 
 Flags:
@@ -74,7 +79,8 @@ Flags:
 const exitText = `
 Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, or the
 RNG check failed; 2 bad usage; 3 backend unavailable or no device (with
--require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM.
+-require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM
+(with -interval, a signal ends the loop with 0).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -93,6 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
 	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
 	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
+	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")
+	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
+	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files each round; 0 runs once")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
@@ -120,6 +129,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gpuprobe: -timeout must be positive")
 		return exitUsage
 	}
+	if cfg.interval < 0 {
+		fmt.Fprintln(stderr, "gpuprobe: -interval must not be negative")
+		return exitUsage
+	}
 	selected, err := selectScenarios(cfg.scenario)
 	if err != nil {
 		fmt.Fprintln(stderr, "gpuprobe:", err)
@@ -128,9 +141,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, interrupted, stop := interruptible()
 	defer stop()
+	if cfg.interval > 0 {
+		return runRounds(ctx, cfg, stdout, stderr)
+	}
+	start := time.Now()
 	rep := probe(ctx, cfg, selected, stderr)
 	if sig := interrupted(); sig != nil {
 		rep.markInterrupted(sig)
+	} else if err := writeFleetFiles(cfg, rep, start); err != nil {
+		fmt.Fprintln(stderr, "gpuprobe:", err)
+		rep.ExitCode = max(rep.ExitCode, exitFailed)
 	}
 	if cfg.json {
 		writeJSON(stdout, rep)

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The fleet outputs: a Node Feature Discovery local-source feature file, whose
+// lines NFD turns into node labels, and a node_exporter textfile-collector
+// file of Prometheus metrics. Both say the same as the JSON report of the same
+// run, and both are written atomically.
+
+// labelPrefix is the prefix of every node label gpuprobe publishes.
+const labelPrefix = "gpuinit.io/"
+
+// verdict is the probe's one-word result for labels and metrics: ok, hang,
+// failed or unavailable. A run that fell back to sim is unavailable: no GPU
+// works on this node, whatever sim said.
+func (r report) verdict() string {
+	switch {
+	case r.Fallback != nil, r.ExitCode == exitUnavailable:
+		return "unavailable"
+	case r.ExitCode == exitOK:
+		return "ok"
+	case r.Error != nil && r.Error.Kind == "hang":
+		return "hang"
+	}
+	for _, s := range r.Scenarios {
+		if s.Verdict == "hang" {
+			return "hang"
+		}
+	}
+	return "failed"
+}
+
+// notInLabels matches what a Kubernetes label value may not hold.
+var notInLabels = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// labelValue makes s a valid Kubernetes label value: at most 63 characters of
+// [A-Za-z0-9_.-], starting and ending with an alphanumeric.
+func labelValue(s string) string {
+	s = notInLabels.ReplaceAllString(s, "_")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "_.-")
+}
+
+// nfdFeatures renders the NFD feature file: an expiry directive, so that a
+// node whose probe stopped running loses its labels, then one name=value line
+// per label.
+func nfdFeatures(r report, now time.Time, ttl time.Duration) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# gpuinit's gpuprobe, %s; labels expire unless it runs again\n", now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "# +expiry-time=%s\n", now.Add(ttl).UTC().Format(time.RFC3339))
+	label := func(name, value string) { fmt.Fprintf(&b, "%s%s=%s\n", labelPrefix, name, labelValue(value)) }
+	label("probe", r.verdict())
+	label("backend", r.Backend)
+	if r.DriverVersion != 0 {
+		label("driver-version", fmt.Sprint(r.DriverVersion))
+	}
+	label("devices", fmt.Sprint(len(r.Devices)))
+	var archs []string
+	for _, d := range r.Devices {
+		if d.Arch != "" && !slices.Contains(archs, d.Arch) {
+			archs = append(archs, d.Arch)
+		}
+	}
+	slices.Sort(archs)
+	for _, a := range archs {
+		label("arch."+labelValue(a), "true")
+	}
+	if r.RNG != nil {
+		label("rng", r.RNG.Verdict)
+	}
+	return b.Bytes()
+}
+
+// promMetrics renders the node_exporter textfile metrics.
+func promMetrics(r report, now time.Time) []byte {
+	var b bytes.Buffer
+	gauge := func(name, help string) { fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name) }
+	success := 0
+	if r.verdict() == "ok" {
+		success = 1
+	}
+	gauge("gpuinit_probe_success", "Whether GPU bring-up and every re-entrant scenario worked on this node (1) or not (0).")
+	fmt.Fprintf(&b, "gpuinit_probe_success{backend=%q,verdict=%q} %d\n", r.Backend, r.verdict(), success)
+	gauge("gpuinit_scenario_duration_seconds", "How long each re-entrant scenario's child process took, by verdict.")
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(&b, "gpuinit_scenario_duration_seconds{scenario=%q,verdict=%q} %g\n", s.Name, s.Verdict, s.DurationMillis/1000)
+	}
+	gauge("gpuinit_init_duration_seconds", "How long the GPU runtime's initialization took.")
+	fmt.Fprintf(&b, "gpuinit_init_duration_seconds{backend=%q} %g\n", r.Backend, r.InitMillis/1000)
+	gauge("gpuinit_devices", "How many GPUs the driver reported.")
+	fmt.Fprintf(&b, "gpuinit_devices{backend=%q} %d\n", r.Backend, len(r.Devices))
+	gauge("gpuinit_driver_version", "The driver's version (CUDA: 12040 for 12.4); 0 where unknown.")
+	fmt.Fprintf(&b, "gpuinit_driver_version{backend=%q} %d\n", r.Backend, r.DriverVersion)
+	gauge("gpuinit_probe_timestamp_seconds", "When the probe ran, in seconds since the epoch.")
+	fmt.Fprintf(&b, "gpuinit_probe_timestamp_seconds %d\n", now.Unix())
+	return b.Bytes()
+}
+
+// writeAtomically writes data to path through a temporary file in the same
+// directory and a rename, so that a reader sees the old file or the new one,
+// never part of one.
+func writeAtomically(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// writeFleetFiles writes the files cfg asks for, from r.
+func writeFleetFiles(cfg config, r report, now time.Time) error {
+	ttl := time.Hour
+	if cfg.interval > 0 {
+		ttl = max(3*cfg.interval, time.Minute)
+	}
+	if cfg.nfdFile != "" {
+		if err := writeAtomically(cfg.nfdFile, nfdFeatures(r, now, ttl)); err != nil {
+			return fmt.Errorf("writing the NFD feature file: %w", err)
+		}
+	}
+	if cfg.promFile != "" {
+		if err := writeAtomically(cfg.promFile, promMetrics(r, now)); err != nil {
+			return fmt.Errorf("writing the Prometheus textfile: %w", err)
+		}
+	}
+	return nil
+}

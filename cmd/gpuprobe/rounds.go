@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
+)
+
+// envRoundEnvFile is a test hook: a file of KEY=VALUE lines added to each
+// round's environment when it starts, so that a test can change what a round
+// sees (GPUINIT_SIM_FAIL, say) while the loop runs.
+const envRoundEnvFile = "GPUPROBE_TEST_ROUND_ENV"
+
+// runRounds repeats the probe every cfg.interval until ctx ends (SIGTERM or
+// SIGINT), writing the fleet files after each round. Each round is a child
+// process, this binary with -json, so that each brings the GPU up afresh: a
+// driver that broke since the last round is seen, and a failing round writes
+// its failure instead of leaving the last good verdict in place. It returns 0
+// when a signal ends the loop.
+func runRounds(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "gpuprobe: cannot find its own executable:", err)
+		return exitFailed
+	}
+	for round := 1; ; round++ {
+		start := time.Now()
+		rep := probeRound(ctx, cfg, self)
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "gpuprobe: stopped during round %d\n", round)
+			return exitOK
+		}
+		if err := writeFleetFiles(cfg, rep, start); err != nil {
+			fmt.Fprintln(stderr, "gpuprobe:", err)
+		}
+		fmt.Fprintf(stderr, "gpuprobe: round %d: %s (exit %d)\n", round, rep.verdict(), rep.ExitCode)
+		if cfg.json {
+			writeJSON(stdout, rep)
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "gpuprobe: stopped after round %d\n", round)
+			return exitOK
+		case <-time.After(time.Until(start.Add(cfg.interval))):
+		}
+	}
+}
+
+// probeRound runs one probe in a child and returns its report; a child that
+// gives none is a failed round, with the reason.
+func probeRound(ctx context.Context, cfg config, self string) report {
+	args := []string{"-json", "-backend", cfg.backend, "-timeout", cfg.timeout.String(),
+		"-scenario", cfg.scenario, "-discipline", cfg.discipline}
+	if cfg.requireGPU {
+		args = append(args, "-require-gpu")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), roundEnv()...)
+	// The child times out its own init and scenarios; this bounds the rest.
+	r, err := hangcheck.Run(ctx, cmd, 3*cfg.timeout+time.Minute)
+	var rep report
+	if err == nil && json.Unmarshal([]byte(r.Stdout), &rep) == nil && rep.Schema == schema {
+		return rep
+	}
+	rep = report{Schema: schema, Backend: cfg.backend, Discipline: cfg.discipline, ExitCode: exitFailed}
+	switch {
+	case err != nil:
+		rep.Error = &errorInfo{Message: "the round could not run: " + err.Error()}
+	case r.Verdict == hangcheck.Hang:
+		rep.Error = &errorInfo{Kind: "hang", Message: "the round's probe did not finish"}
+	default:
+		rep.Error = &errorInfo{Message: "the round's probe gave no report: " + trimError(r.Stderr)}
+	}
+	return rep
+}
+
+// roundEnv reads the test hook's file, if set.
+func roundEnv() []string {
+	path := os.Getenv(envRoundEnvFile)
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var env []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.Contains(line, "=") {
+			env = append(env, line)
+		}
+	}
+	return env
+}
