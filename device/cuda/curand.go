@@ -49,7 +49,7 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 	}
 	g := &Generator{pc: pc}
 	err = pc.do(func() error {
-		return curandCheck("curandCreateGenerator", C.gpuinit_curandCreate(&g.gen, 0))
+		return randCheck("curandCreateGenerator", C.gpuinit_curandCreate(&g.gen, 0))
 	})
 	if err != nil {
 		_ = pc.release()
@@ -67,7 +67,7 @@ func NewHostGenerator() (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{}
-	if err := curandCheck("curandCreateGeneratorHost", C.gpuinit_curandCreate(&g.gen, 1)); err != nil {
+	if err := randCheck("curandCreateGeneratorHost", C.gpuinit_curandCreate(&g.gen, 1)); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -92,14 +92,14 @@ func (g *Generator) within(f func() error) error {
 // SetSeed calls curandSetPseudoRandomGeneratorSeed.
 func (g *Generator) SetSeed(seed uint64) error {
 	return g.within(func() error {
-		return curandCheck("curandSetPseudoRandomGeneratorSeed", C.gpuinit_curandSetSeed(g.gen, C.ulonglong(seed)))
+		return randCheck("curandSetPseudoRandomGeneratorSeed", C.gpuinit_curandSetSeed(g.gen, C.ulonglong(seed)))
 	})
 }
 
 // SetOffset calls curandSetGeneratorOffset: the absolute position, in values.
 func (g *Generator) SetOffset(offset uint64) error {
 	return g.within(func() error {
-		return curandCheck("curandSetGeneratorOffset", C.gpuinit_curandSetOffset(g.gen, C.ulonglong(offset)))
+		return randCheck("curandSetGeneratorOffset", C.gpuinit_curandSetOffset(g.gen, C.ulonglong(offset)))
 	})
 }
 
@@ -110,7 +110,7 @@ func (g *Generator) Generate(dst []uint32) error {
 		return nil
 	}
 	if g.pc == nil {
-		return curandCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
+		return randCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 	}
 	return g.pc.do(func() error {
 		size := 4 * len(dst)
@@ -119,7 +119,7 @@ func (g *Generator) Generate(dst []uint32) error {
 			return err
 		}
 		defer memFree(buf)
-		if err := curandCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, buf, C.size_t(len(dst)))); err != nil {
+		if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, buf, C.size_t(len(dst)))); err != nil {
 			return err
 		}
 		return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
@@ -128,7 +128,7 @@ func (g *Generator) Generate(dst []uint32) error {
 
 // Close destroys the generator and releases its context.
 func (g *Generator) Close() error {
-	err := g.within(func() error { return curandCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)) })
+	err := g.within(func() error { return randCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)) })
 	if g.pc != nil {
 		if rerr := g.pc.release(); err == nil {
 			err = rerr
@@ -137,7 +137,7 @@ func (g *Generator) Close() error {
 	return err
 }
 
-func curandCheck(op string, s C.curandStatus_t) error {
+func randCheck(op string, s C.curandStatus_t) error {
 	if s == C.CURAND_STATUS_SUCCESS {
 		return nil
 	}
