@@ -96,9 +96,9 @@ func Load(l Loader, spec Spec) (Library, error) {
 	if lib, ok := inDirs(spec.Dirs); ok {
 		return lib, nil
 	}
-	where := strings.Join(spec.Names, ", ")
+	where := strings.Join(spec.Names, ", ") + " through the loader's search"
 	if dirs := dedupe(append(slices.Clone(spec.Prefer), spec.Dirs...)); len(dirs) > 0 {
-		where += " (the loader's search and " + strings.Join(dirs, ", ") + ")"
+		where += " and in " + strings.Join(dirs, ", ")
 	}
 	if len(tried) > 0 {
 		first += "; " + strings.Join(tried, "; ")
