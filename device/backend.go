@@ -9,9 +9,12 @@ import "context"
 //   - Name may be called at any time, from any goroutine; it must not touch
 //     the driver.
 //   - Init is called once per Runtime, from the Runtime's initialization
-//     goroutine, never concurrently with itself. It may load the driver
-//     library. ctx carries no cancellation (the initialization outlives any
-//     one caller) but keeps the first caller's values.
+//     goroutine. It may load the driver library. ctx carries no cancellation
+//     (the initialization outlives any one caller) but keeps the first
+//     caller's values. A backend instance shared by several Runtimes (New
+//     over the same value; see Open for the one window where the process can
+//     have two) sees one Init per Runtime, possibly concurrently: a backend
+//     whose driver state is the process's, as cuda's and hip's, memoizes it.
 //   - Count, then Device for each ordinal, are called once each, after Init
 //     succeeded, from the same goroutine. Runtime caches what they return.
 //   - DriverVersion may be called at any time, from any goroutine, before,

@@ -273,3 +273,51 @@ func TestStickyErrorsLoseTheDeviceOthersAreCounted(t *testing.T) {
 	assert.ErrorIs(t, lost[1], device.ErrDeviceLost)
 	assert.Contains(t, lost[1].Error(), "device 1 lost")
 }
+
+func TestNoBackendErrorMatchesOneSummary(t *testing.T) {
+	notCompiled := fmt.Errorf("%w: built without cgo", device.ErrNotCompiled)
+	notFound := &device.DriverError{Backend: "x", Op: "dlopen", Sentinel: device.ErrDriverNotFound}
+	noDevice := &device.DriverError{Backend: "x", Op: "cuInit", Code: 100, Sentinel: device.ErrNoDevice}
+	mismatch := &device.DriverError{Backend: "x", Op: "cuInit", Code: 803, Sentinel: device.ErrDriverMismatch}
+	for _, tc := range []struct {
+		name  string
+		tried []error
+		want  error
+	}{
+		{"nothing compiled in", []error{notCompiled, notCompiled}, device.ErrNotCompiled},
+		{"no library loaded", []error{notFound, notCompiled}, device.ErrDriverNotFound},
+		{"a driver loaded, no device", []error{notFound, noDevice}, device.ErrNoDevice},
+		{"a driver too old, the other missing", []error{mismatch, notFound}, device.ErrNoDevice},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &device.NoBackendError{}
+			for i, err := range tc.tried {
+				e.Tried = append(e.Tried, device.BackendFailure{Backend: fmt.Sprint(i), Err: err})
+			}
+			for _, s := range []error{device.ErrNotCompiled, device.ErrDriverNotFound, device.ErrNoDevice, device.ErrDriverMismatch} {
+				assert.Equal(t, s == tc.want, errors.Is(e, s), "errors.Is(%v)", s)
+			}
+			var de *device.DriverError
+			assert.Equal(t, tc.want != device.ErrNotCompiled, errors.As(e, &de), "each backend's DriverError is reachable by errors.As")
+		})
+	}
+}
+
+func TestAnOpenerThatCallsGoexitReleasesEveryWaiter(t *testing.T) {
+	var opens atomic.Int64
+	device.Register("goexit", func() (device.Backend, error) {
+		if opens.Add(1) == 1 {
+			runtime.Goexit()
+		}
+		return sim.New(), nil
+	})
+	done := make(chan error)
+	go func() {
+		defer close(done)
+		_, _ = device.Open("goexit") // this goroutine exits inside the opener
+	}()
+	<-done
+	r, err := device.Open("goexit")
+	require.NoError(t, err, "the registry is not left waiting for the first opener")
+	assert.NotNil(t, r)
+}

@@ -99,11 +99,12 @@ func (t *CodeTable) Error(op string, code int, name, message string) *DriverErro
 }
 
 // NoBackendError is why "auto" found no usable GPU backend: what each backend
-// it tried said, in the order tried. It matches ErrDriverNotFound when no
-// driver could be loaded at all, and ErrNoDevice when at least one loaded.
-// errors.Is and errors.As also reach each backend's own error (a
-// *DriverError), so a backend whose library was missing still matches
-// ErrDriverNotFound through its own error.
+// it tried said, in the order tried. errors.Is matches one summary sentinel:
+// ErrNotCompiled when no GPU backend is in the binary, ErrDriverNotFound when
+// none of the compiled ones could load its library, and ErrNoDevice when at
+// least one driver loaded but none gave a usable device. errors.As reaches each
+// backend's own error (a *DriverError), but errors.Is does not see their
+// sentinels, so that the summary stands alone.
 type NoBackendError struct {
 	Tried []BackendFailure
 }
@@ -123,17 +124,36 @@ func (e *NoBackendError) Error() string {
 	return "device: no usable GPU backend (auto tried " + strings.Join(parts, "; then ") + ")"
 }
 
-// Unwrap returns the summary sentinel, then each backend's error.
-func (e *NoBackendError) Unwrap() []error {
-	summary := ErrDriverNotFound
+// Summary is the one sentinel e matches.
+func (e *NoBackendError) Summary() error {
+	summary := ErrNotCompiled
 	for _, f := range e.Tried {
-		if !errors.Is(f.Err, ErrDriverNotFound) && !errors.Is(f.Err, ErrNotCompiled) {
-			summary = ErrNoDevice
+		switch {
+		case errors.Is(f.Err, ErrNotCompiled):
+		case errors.Is(f.Err, ErrDriverNotFound):
+			if summary == ErrNotCompiled {
+				summary = ErrDriverNotFound
+			}
+		default:
+			return ErrNoDevice
 		}
 	}
-	errs := []error{summary}
+	return summary
+}
+
+// Unwrap returns the summary sentinel, then each backend's error, reachable by
+// errors.As only.
+func (e *NoBackendError) Unwrap() []error {
+	errs := []error{e.Summary()}
 	for _, f := range e.Tried {
-		errs = append(errs, f.Err)
+		errs = append(errs, asOnly{f.Err})
 	}
 	return errs
 }
+
+// asOnly hides an error's sentinels from errors.Is while errors.As still finds
+// the types inside it.
+type asOnly struct{ err error }
+
+func (a asOnly) Error() string      { return a.err.Error() }
+func (a asOnly) As(target any) bool { return errors.As(a.err, target) }

@@ -3,44 +3,57 @@ package device
 import (
 	"context"
 	"fmt"
-
-	"github.com/gpuinit/gpuinit/lazy"
+	"maps"
+	"sync"
 )
 
-// minDriverKey carries the driver floor a Runtime asks of its backend's Init.
+// minDriverKey carries the driver floors a Runtime asks of its backend's Init.
 type minDriverKey struct{}
 
-// MinDriverVersion returns the oldest driver version the Runtime initializing
-// through ctx accepts, in the backend's own numbering (CUDA: 12040 for 12.4),
-// or 0 when it sets none. Backends call it from Init and fail with
-// ErrDriverMismatch, naming both versions, on an older driver; each backend
-// also has its own floor.
-func MinDriverVersion(ctx context.Context) int {
-	v, _ := ctx.Value(minDriverKey{}).(int)
-	return v
+// MinDriverVersion returns the oldest version of backend's driver that the
+// Runtime initializing through ctx accepts, in that backend's own numbering
+// (CUDA: 12040 for 12.4), or 0 when it sets none. Backends call it from Init
+// and fail with ErrDriverMismatch, naming both versions, on an older driver;
+// each backend also has its own floor.
+func MinDriverVersion(ctx context.Context, backend string) int {
+	floors, _ := ctx.Value(minDriverKey{}).(map[string]int)
+	return floors[backend]
 }
 
-// RequireDriverVersion raises the oldest driver version this Runtime accepts
-// to version (CUDA: 12040 for 12.4), for a server whose own engine's runtime
-// needs more than the backend does. It must be called before the first Init:
-// afterwards it changes nothing and returns an error, since the driver is
-// already up.
-func (r *Runtime) RequireDriverVersion(version int) error {
-	if s := r.init.State(); s != lazy.Uninitialized {
-		return fmt.Errorf("device: RequireDriverVersion(%d) on a runtime that is already %s: call it before the first Init", version, s)
+// RequireDriverVersion raises the oldest version of backend's driver ("cuda",
+// "hip") this Runtime accepts to version, in that backend's own numbering
+// (CUDA: 12040 for 12.4; HIP: hipDriverGetVersion's), for a server whose own
+// engine's runtime needs more than the backend does. It must be called before
+// the first Init: once initialization has read the floors it changes nothing
+// and returns an error.
+func (r *Runtime) RequireDriverVersion(backend string, version int) error {
+	r.floor.mu.Lock()
+	defer r.floor.mu.Unlock()
+	if r.floor.read {
+		return fmt.Errorf("device: RequireDriverVersion(%s, %d) on a runtime that has started initializing: call it before the first Init", backend, version)
 	}
-	for {
-		old := r.minDriver.Load()
-		if int64(version) <= old || r.minDriver.CompareAndSwap(old, int64(version)) {
-			return nil
-		}
+	if r.floor.versions == nil {
+		r.floor.versions = map[string]int{}
 	}
+	r.floor.versions[backend] = max(r.floor.versions[backend], version)
+	return nil
 }
 
-// withDriverFloor is the context the backend's Init gets.
-func (r *Runtime) withDriverFloor(ctx context.Context) context.Context {
-	if v := r.minDriver.Load(); v > 0 {
-		return context.WithValue(ctx, minDriverKey{}, int(v))
+// driverFloors is the Runtime's RequireDriverVersion record.
+type driverFloors struct {
+	mu       sync.Mutex // protects following fields
+	versions map[string]int
+	read     bool // initialization has read them: too late to change
+}
+
+// withDriverFloors is the context the backend's Init gets; it marks the floors
+// read, so that a later RequireDriverVersion fails instead of being ignored.
+func (r *Runtime) withDriverFloors(ctx context.Context) context.Context {
+	r.floor.mu.Lock()
+	defer r.floor.mu.Unlock()
+	r.floor.read = true
+	if len(r.floor.versions) == 0 {
+		return ctx
 	}
-	return ctx
+	return context.WithValue(ctx, minDriverKey{}, maps.Clone(r.floor.versions))
 }

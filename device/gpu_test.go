@@ -150,6 +150,7 @@ func childScenarios() map[string]func() error {
 			return errors.Join(
 				check(errors.As(err, &nb) && len(nb.Tried) == 2 && nb.Tried[0].Backend == "cuda", "a NoBackendError listing both: %v", err),
 				check(errors.Is(err, device.ErrNoDevice), "a driver loaded, so ErrNoDevice: %v", err),
+				check(!errors.Is(err, device.ErrDriverNotFound), "one summary, not cuda's own ErrDriverNotFound too"),
 				check(errors.As(err, &de), "each backend's DriverError is reachable"),
 				check(strings.Contains(fmt.Sprint(err), "dlopen") && strings.Contains(fmt.Sprint(err), "CUDA_ERROR_NO_DEVICE"), "message: %v", err),
 			)

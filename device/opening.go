@@ -42,16 +42,28 @@ func openBackend(name string) (Backend, error) {
 		}
 		registry.opened[name] = o
 		registry.mu.Unlock()
-		o.b, o.err = callOpener(name, open)
+		finishOpening(name, o, open)
+		registry.mu.Lock()
+	}
+	registry.mu.Unlock()
+	<-o.done
+	return o.b, o.err
+}
+
+// finishOpening calls the opener and releases o's waiters whatever happens,
+// runtime.Goexit included: the deferred code sees o.err still set to
+// errOpenerExited then.
+func finishOpening(name string, o *opening, open func() (Backend, error)) {
+	defer func() {
 		registry.mu.Lock()
 		if o.err != nil {
 			delete(registry.opened, name)
 		}
 		close(o.done)
-	}
-	registry.mu.Unlock()
-	<-o.done
-	return o.b, o.err
+		registry.mu.Unlock()
+	}()
+	o.err = fmt.Errorf("device: opening backend %s: the opener called runtime.Goexit", name)
+	o.b, o.err = callOpener(name, open)
 }
 
 // callOpener calls a registered opener, turning its panic or a nil backend

@@ -113,8 +113,13 @@ func Backends() []string {
 // after Init. The process has one GPU runtime: Open(""), Open("auto") and
 // Open("cuda") made before its first Init return the same Runtime, so its
 // driver is initialized once, with one queue; naming a GPU backend pins the
-// choice to it. A GPU backend named after the choice was made (or while it is
-// being made) that is not the choice gets a Runtime of its own.
+// choice to it. After the choice, Open of the chosen backend returns the GPU
+// runtime, and Open of another gets a Runtime of its own. One window remains:
+// a GPU backend named while the first Init is choosing gets a Runtime of its
+// own even if it becomes the choice. The cuda and hip backends then still
+// initialize their driver once (their Init is memoized per process), but the
+// two Runtimes keep separate queues; open the runtime before the first Init,
+// or after it, to have one.
 //
 // A backend that is not in this binary gets an error wrapping ErrNotCompiled
 // that says why: the import that registers it, or the reason the build could

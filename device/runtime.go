@@ -28,7 +28,7 @@ type Runtime struct {
 
 	backend    atomic.Pointer[Backend]           // the backend; for a selector, the choice once made
 	devices    atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
-	minDriver  atomic.Int64                      // RequireDriverVersion's floor, read by initialize
+	floor      driverFloors                      // RequireDriverVersion's floors, read by initialize
 	visibility atomic.Pointer[map[string]string] // the visibility settings seen at initialization
 	lost       lostDevices                       // errors reported by the server's engine
 }
@@ -52,7 +52,7 @@ func newGPURuntime(candidates []string) *Runtime {
 }
 
 func (r *Runtime) initialize(ctx context.Context) error {
-	ctx = r.withDriverFloor(ctx)
+	ctx = r.withDriverFloors(ctx)
 	seen := readVisibility()
 	r.visibility.Store(&seen)
 	var b Backend

@@ -330,6 +330,7 @@ func (i *Initializer) fail(cur *entry, err error) {
 	}
 	i.refusal = &notRunError{i.err}
 	i.queue, i.head = nil, 0
+	i.running.Store(nil) // a function that called Goexit never cleared it
 	i.finished.Store(time.Now().UnixNano())
 	i.state.Store(int32(Failed))
 	close(i.done)

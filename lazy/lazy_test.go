@@ -357,4 +357,9 @@ func TestRunningNamesWhatTheInitializationRunsNow(t *testing.T) {
 	require.NoError(t, <-done)
 	_, _, ok = i.Running()
 	assert.False(t, ok)
+
+	exits := New(func(context.Context) error { runtime.Goexit(); return nil })
+	require.ErrorIs(t, exits.Init(context.Background()), ErrGoexit)
+	_, _, ok = exits.Running()
+	assert.False(t, ok, "nothing runs once init called Goexit")
 }

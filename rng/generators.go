@@ -48,9 +48,10 @@ type Generators struct {
 // deviceGen is one device's generator. Its own lock serializes draws, which may
 // take long, without holding Generators.mu.
 type deviceGen struct {
-	mu    sync.Mutex       // protects following fields
-	state State            // what the next draw uses
-	gen   device.Generator // created on the first Generate; nil after Close
+	mu     sync.Mutex       // protects following fields
+	state  State            // what the next draw uses
+	gen    device.Generator // created on the first Generate; nil after Close
+	closed bool             // set by Close: nothing is created or drawn after
 }
 
 // New returns the generators of rt's devices. Nothing is initialized or created
@@ -237,6 +238,9 @@ func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return State{}, ErrClosed
+	}
 	return d.state, nil
 }
 
@@ -274,6 +278,9 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
 	// Draw whole blocks of 4, as the offset advances: PyTorch's kernels consume
 	// them, and libcurand leaves a partial block unwritten after some offsets.
 	n := (len(dst) + 3) &^ 3
@@ -328,6 +335,7 @@ func (g *Generators) Close() error {
 	var errs []error
 	for ordinal, d := range devices {
 		d.mu.Lock()
+		d.closed = true
 		if d.gen != nil {
 			if err := d.gen.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("rng: closing the generator of device %d: %w", ordinal, err))

@@ -134,7 +134,9 @@ func writeAtomically(path string, data []byte) error {
 func writeFleetFiles(cfg config, r report, now time.Time) error {
 	ttl := time.Hour
 	if cfg.interval > 0 {
-		ttl = max(3*cfg.interval, time.Minute)
+		// Three rounds, and never less than one round's longest run, so that a
+		// slow or hung round does not let the labels lapse.
+		ttl = max(3*cfg.interval, cfg.interval+roundLimit(cfg))
 	}
 	if cfg.nfdFile != "" {
 		if err := writeAtomically(cfg.nfdFile, nfdFeatures(r, now, ttl)); err != nil {

@@ -174,6 +174,9 @@ func interruptible() (ctx context.Context, interrupted func() os.Signal, stop fu
 	wg.Go(func() {
 		select {
 		case sig := <-signals:
+			// A second signal gets the default action: a probe stuck in a
+			// driver call that ignores ctx can still be stopped.
+			signal.Stop(signals)
 			mu.Lock()
 			got = sig
 			mu.Unlock()

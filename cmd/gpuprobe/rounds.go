@@ -64,8 +64,7 @@ func probeRound(ctx context.Context, cfg config, self string) report {
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), roundEnv()...)
-	// The child times out its own init and scenarios; this bounds the rest.
-	r, err := hangcheck.Run(ctx, cmd, 3*cfg.timeout+time.Minute)
+	r, err := hangcheck.Run(ctx, cmd, roundLimit(cfg))
 	var rep report
 	if err == nil && json.Unmarshal([]byte(r.Stdout), &rep) == nil && rep.Schema == schema {
 		return rep
@@ -81,6 +80,10 @@ func probeRound(ctx context.Context, cfg config, self string) report {
 	}
 	return rep
 }
+
+// roundLimit bounds one round: the child times out its own init and
+// scenarios (in up to parallelChildren at a time), and this bounds the rest.
+func roundLimit(cfg config) time.Duration { return 3*cfg.timeout + time.Minute }
 
 // roundEnv reads the test hook's file, if set.
 func roundEnv() []string {

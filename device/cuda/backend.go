@@ -48,7 +48,7 @@ func (*Backend) Name() string { return "cuda" }
 // Init loads libcuda.so.1 (see the package doc for where it looks), checks the
 // driver's version against the floor, and calls cuInit(0), once per process;
 // later calls return the first one's result. The driver cannot be interrupted,
-// so ctx is not consulted for cancellation; device.MinDriverVersion(ctx) raises
+// so ctx is not consulted for cancellation; device.MinDriverVersion(ctx, "cuda") raises
 // the floor.
 func (*Backend) Init(ctx context.Context) error {
 	driver.once.Do(func() {
@@ -69,7 +69,7 @@ func initDriver(ctx context.Context) error {
 		return err
 	}
 	driver.version = v
-	if need := max(MinDriverVersion, device.MinDriverVersion(ctx)); v < need {
+	if need := max(MinDriverVersion, device.MinDriverVersion(ctx, "cuda")); v < need {
 		return &device.DriverError{Backend: "cuda", Op: "cuDriverGetVersion", Sentinel: device.ErrDriverMismatch,
 			Message: fmt.Sprintf("the driver supports CUDA %s (%d), this process needs CUDA %s (%d)", cudaVersion(v), v, cudaVersion(need), need),
 			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(need) + " (nvidia-smi shows the CUDA version the driver supports)"}

@@ -45,7 +45,11 @@ struct gpuinit_symbol {
 static int gpuinit_dl_bind(void *h, const struct gpuinit_symbol *syms, size_t nsyms, void *table, size_t n,
                            char *missing, size_t missinglen, char *err, size_t errlen) {
 	char *t = calloc(1, n);
-	if (!t) return -1;
+	if (!t) {
+		snprintf(missing, missinglen, "(the function table)");
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	for (size_t i = 0; i < nsyms; i++) {
 		dlerror();
 		void *p = dlsym(h, syms[i].name);

@@ -133,13 +133,13 @@ func TestChildDriverFloor(t *testing.T) {
 		var v int
 		_, err := fmt.Sscan(raise, &v)
 		require.NoError(t, err)
-		require.NoError(t, r.RequireDriverVersion(v))
+		require.NoError(t, r.RequireDriverVersion("cuda", v))
 	}
 	err := r.Init(context.Background())
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
 	assert.ErrorContains(t, err, os.Getenv("WANT"))
 	assert.ErrorContains(t, err, "upgrade the NVIDIA driver")
-	assert.Error(t, r.RequireDriverVersion(13000), "too late once initialized")
+	assert.Error(t, r.RequireDriverVersion("cuda", 13000), "too late once initialized")
 }
 
 // TestFailureCatalogue reproduces, through the fake driver, the bring-up

@@ -14,7 +14,10 @@ import (
 // the first call), matching the device by UUID or PCI bus id, never by index;
 // else through cuMemGetInfo_v2, only if the device's primary context is
 // already active (the thread's own context is saved and restored in the same
-// C call). Otherwise the error wraps device.ErrNotSupported and says why. It
+// C call). One narrow window remains: if another thread releases the
+// context's last reference between the state check and the retain that finds
+// its handle, that retain recreates it, and the release right after destroys
+// it again. Otherwise the error wraps device.ErrNotSupported and says why. It
 // is safe from many goroutines; after the first call per device it allocates
 // nothing.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
@@ -60,8 +63,12 @@ var primaries struct {
 // (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
 // this same primary context, so work fn does through them lands in it.
 func (b *Backend) Do(ordinal int, fn func() error) error {
-	if _, err := b.Device(ordinal); err != nil {
+	n, err := b.Count()
+	if err != nil {
 		return err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
 	}
 	pc, err := retainedPrimary(ordinal)
 	if err != nil {

@@ -24,6 +24,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -100,6 +101,11 @@ func nvmlHandle(uuid, busID string) (C.nvmlDevice_t, error) {
 		if C.gpuinit_nvmlByUUID(cs, &h) == 0 {
 			return h, nil
 		}
+	}
+	if strings.HasPrefix(uuid, "MIG-") {
+		// By bus id NVML would give the parent GPU, and with it the whole
+		// GPU's memory, not the instance's.
+		return nil, fmt.Errorf("cuda: NVML does not know the MIG instance %s", uuid)
 	}
 	cs := C.CString(busID)
 	defer C.free(unsafe.Pointer(cs))

@@ -79,8 +79,11 @@ type Health struct {
 
 	ctx    context.Context // cancelled by Close: the background Init stops waiting
 	cancel context.CancelFunc
-	start  sync.Once
 	wg     sync.WaitGroup // the background Init's goroutine
+
+	mu      sync.Mutex // protects following fields, so that Close and startInit agree
+	started bool
+	closed  bool
 
 	observed atomic.Int32             // the last lazy.State logged
 	lost     atomic.Int32             // how many lost devices were logged
@@ -112,6 +115,9 @@ func New(rt *device.Runtime, opts ...Option) *Health {
 // on: a driver call cannot be interrupted) and waits for its goroutine. Probes
 // still answer after Close, but start nothing.
 func (h *Health) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
 	return nil
@@ -222,16 +228,19 @@ func lostReason(lost []device.LostDevice) string {
 // startInit starts Init in the background, once, unless Close was called; it
 // reports whether initialization is under way.
 func (h *Health) startInit() bool {
-	if h.ctx.Err() != nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
 		return false
 	}
-	h.start.Do(func() {
+	if !h.started {
+		h.started = true
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
 			_ = h.rt.Init(h.ctx) // the outcome is logged by observe
 			h.observe(true)
 		}()
-	})
+	}
 	return true
 }

@@ -218,3 +218,14 @@ func TestConcurrentProbes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestCloseAndTheFirstProbeAgree(t *testing.T) {
+	for range 200 {
+		h := health.New(device.New(sim.New(sim.WithInitDelay(time.Millisecond))))
+		var wg sync.WaitGroup
+		wg.Go(func() { h.Readiness() })
+		wg.Go(func() { _ = h.Close() })
+		wg.Wait()
+		_ = h.Close() // whichever came first, nothing is left running after Close
+	}
+}

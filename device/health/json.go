@@ -62,16 +62,18 @@ func ErrorOf(err error) *Error {
 	if errors.As(err, &de) {
 		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
 	}
+	// The first sentinel that matches, most specific first.
 	for _, k := range []struct {
 		sentinel error
 		kind     string
 	}{
-		{device.ErrNotCompiled, "not-compiled"}, {device.ErrDriverNotFound, "no-driver"},
-		{device.ErrDriverMismatch, "driver-mismatch"}, {device.ErrNoDevice, "no-device"},
-		{device.ErrDeviceLost, "device-lost"},
+		{device.ErrDeviceLost, "device-lost"}, {device.ErrNotCompiled, "not-compiled"},
+		{device.ErrDriverNotFound, "no-driver"}, {device.ErrDriverMismatch, "driver-mismatch"},
+		{device.ErrNoDevice, "no-device"},
 	} {
 		if errors.Is(err, k.sentinel) {
 			out.Kind = k.kind
+			break
 		}
 	}
 	var deferred *lazy.DeferredError

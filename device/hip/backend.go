@@ -48,7 +48,7 @@ func (*Backend) Name() string { return "hip" }
 // hipInit(0), once per process; later calls return the first one's result.
 // Then, and not before, it reads the driver and runtime versions, since HIP's
 // version calls initialize the runtime themselves, and checks them against
-// device.MinDriverVersion(ctx). The runtime cannot be interrupted, so ctx is
+// device.MinDriverVersion(ctx, "hip"). The runtime cannot be interrupted, so ctx is
 // not consulted for cancellation.
 func (*Backend) Init(ctx context.Context) error {
 	runtime.once.Do(func() {
@@ -72,7 +72,7 @@ func initRuntime(ctx context.Context) error {
 		return check("hipDriverGetVersion", r)
 	}
 	runtime.runtimeVersion, _ = runtimeGetVersion()
-	if need := device.MinDriverVersion(ctx); runtime.driverVersion < need {
+	if need := device.MinDriverVersion(ctx, "hip"); runtime.driverVersion < need {
 		return &device.DriverError{Backend: "hip", Op: "hipDriverGetVersion", Sentinel: device.ErrDriverMismatch,
 			Message: fmt.Sprintf("the HIP driver reports %d, this process needs %d", runtime.driverVersion, need),
 			Hint:    "upgrade ROCm (and the amdgpu kernel driver) to the version the server's engine was built for"}

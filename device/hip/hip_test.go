@@ -222,7 +222,7 @@ func TestChildUnsupportedTarget(t *testing.T) {
 func TestChildFloor(t *testing.T) {
 	child(t)
 	r := device.New(process)
-	require.NoError(t, r.RequireDriverVersion(60000000))
+	require.NoError(t, r.RequireDriverVersion("hip", 60000000))
 	err := r.Init(context.Background())
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
 	assert.ErrorContains(t, err, "reports 50221153, this process needs 60000000")

@@ -76,11 +76,14 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 	if err := loadHiprand(); err != nil {
 		return nil, err
 	}
-	g := &Generator{ordinal: ordinal}
-	if err := randCheck("hiprandCreateGenerator", C.gpuinit_hiprandCreate(&g.gen)); err != nil {
+	// rocRAND binds a generator to the device current when it is created.
+	var gen C.hiprandGenerator_t
+	if err := onDevice(ordinal, func() error {
+		return randCheck("hiprandCreateGenerator", C.gpuinit_hiprandCreate(&gen))
+	}); err != nil {
 		return nil, err
 	}
-	return g, nil
+	return &Generator{gen: gen, ordinal: ordinal}, nil
 }
 
 // Generator is a hipRAND Philox generator. It is not safe for concurrent use.
@@ -120,9 +123,11 @@ func (g *Generator) Generate(dst []uint32) error {
 	})
 }
 
-// Close destroys the generator.
+// Close destroys the generator, on its device.
 func (g *Generator) Close() error {
-	return randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen))
+	return onDevice(g.ordinal, func() error {
+		return randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen))
+	})
 }
 
 func randCheck(op string, s C.hiprandStatus_t) error {

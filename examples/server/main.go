@@ -64,9 +64,12 @@ func run(args []string) error {
 		return err
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "backend", rt.Name())
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// Requests run under ctx, so that the signal also ends any that wait for
+	// an initialization that hangs: Shutdown alone would wait for them.
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	select {
@@ -78,7 +81,8 @@ func run(args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
-		return err
+		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
+		_ = httpSrv.Close()
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return err

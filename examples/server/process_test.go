@@ -73,15 +73,28 @@ func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
 	assert.Equal(t, "init", st.Init.Running, "the phase that hangs")
 	assert.Greater(t, st.Init.RunningSeconds, 0.5)
 
+	// A draw waits for the hung init: SIGTERM must end it too, not wait.
+	drawDone := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(url + "/v1/draw?n=4")
+		if err != nil {
+			drawDone <- -1
+			return
+		}
+		resp.Body.Close()
+		drawDone <- resp.StatusCode
+	}()
+	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
 		assert.NoError(t, err, "a clean exit, though init still hangs")
-	case <-time.After(10 * time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("SIGTERM did not stop the server")
 	}
+	assert.Equal(t, http.StatusServiceUnavailable, <-drawDone, "the waiting draw was answered, not cut off")
 }
 
 func TestNoDeviceReadinessAndLivenessFailWithTheDriversWords(t *testing.T) {

@@ -77,7 +77,10 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	case err != nil:
-		if s.rt.ReportError(ordinal, err) {
+		// Only the driver's own errors say something about the device; a
+		// cancelled request or a failed initialization does not.
+		var de *device.DriverError
+		if errors.As(err, &de) && s.rt.ReportError(ordinal, de) {
 			s.log.Error("device lost", "device", ordinal, "err", err)
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)

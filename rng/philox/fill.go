@@ -62,8 +62,8 @@ func fill(dst []uint32, seed, offset uint64, layout counterLayout) {
 		fillRange(dst, seed, at(offset, 0), layout)
 		return
 	}
-	// Chunks are whole blocks of the stream, so only the first and last can
-	// be partial blocks.
+	// Chunks are a multiple of 4 values long; where offset%4 != 0 each one
+	// starts and ends inside a block, which fillRange handles at both ends.
 	chunk := (len(dst)/workers + 3) &^ 3
 	var g errgroup.Group
 	for start := 0; start < len(dst); start += chunk {
