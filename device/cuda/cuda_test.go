@@ -7,16 +7,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
-	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,28 +28,17 @@ const envChild = "GPUINIT_CUDA_TEST_CHILD"
 
 func runChild(t *testing.T, test string, env ...string) string {
 	t.Helper()
-	out, skipped := startChild(t, test, env...)
-	require.False(t, skipped, "the child skipped:\n%s", out)
-	return out
+	return childtest.Run(t, envChild, test, env...)
 }
 
-// startChild runs the child and reports its output, and whether it skipped.
-func startChild(t *testing.T, test string, env ...string) (out string, skipped bool) {
+func startChild(t *testing.T, test string, env ...string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), append(env, envChild+"=1")...)
-	r, err := hangcheck.Run(context.Background(), cmd, 2*time.Minute)
-	require.NoError(t, err)
-	out = r.Stdout + r.Stderr
-	require.Equal(t, hangcheck.OK, r.Verdict, "%s failed:\n%s", test, out)
-	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+	return childtest.Start(t, envChild, test, env...)
 }
 
 func child(t *testing.T) {
 	t.Helper()
-	if os.Getenv(envChild) == "" {
-		t.Skip("run by its parent test in a child process")
-	}
+	childtest.Child(t, envChild)
 }
 
 // fake builds the fake libcuda.so.1 (from lib) and libcurand.so.10, and

@@ -1,7 +1,11 @@
-// Run-time loading for the hip backend: dlopen, dlsym and binding a table of
+// Run-time loading for the cuda and hip backends: dlopen, dlsym and binding a table of
 // function pointers, with dlerror read in the same C call as the failure it
 // explains (dlerror is per thread, and a goroutine may move between threads
 // between two cgo calls). Libraries are never closed.
+//
+// device/cuda/dl.h and device/hip/dl.h are the same file, kept twice so that
+// cgo stays inside the two backend packages (and their builds notice a change
+// to it); device/internal/dynload's tests fail if they differ.
 #ifndef GPUINIT_DL_H
 #define GPUINIT_DL_H
 

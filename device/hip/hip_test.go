@@ -8,18 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
-	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,27 +30,17 @@ const envChild = "GPUINIT_HIP_TEST_CHILD"
 
 func runChild(t *testing.T, test string, env ...string) string {
 	t.Helper()
-	out, skipped := startChild(t, test, env...)
-	require.False(t, skipped, "the child skipped:\n%s", out)
-	return out
+	return childtest.Run(t, envChild, test, env...)
 }
 
-func startChild(t *testing.T, test string, env ...string) (out string, skipped bool) {
+func startChild(t *testing.T, test string, env ...string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), append(env, envChild+"=1")...)
-	r, err := hangcheck.Run(context.Background(), cmd, 2*time.Minute)
-	require.NoError(t, err)
-	out = r.Stdout + r.Stderr
-	require.Equal(t, hangcheck.OK, r.Verdict, "%s failed:\n%s", test, out)
-	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+	return childtest.Start(t, envChild, test, env...)
 }
 
 func child(t *testing.T) {
 	t.Helper()
-	if os.Getenv(envChild) == "" {
-		t.Skip("run by its parent test in a child process")
-	}
+	childtest.Child(t, envChild)
 }
 
 // fakeHost builds the fake libamdhip64.so.6 and libhiprand.so.1 side by side,

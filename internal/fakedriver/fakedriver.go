@@ -9,13 +9,14 @@ package fakedriver
 
 import (
 	"embed"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 )
 
-//go:embed csrc/*.c
+//go:embed csrc/*.c csrc/*.h
 var sources embed.FS
 
 // Library is one fake library to build.
@@ -57,9 +58,17 @@ func BuildInto(t testing.TB, dir string, lib Library) string {
 	if err != nil {
 		t.Fatalf("fakedriver: %v", err)
 	}
-	cfile := filepath.Join(t.TempDir(), lib.Source)
+	srcDir := t.TempDir()
+	cfile := filepath.Join(srcDir, lib.Source)
 	if err := os.WriteFile(cfile, src, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	headers, _ := fs.Glob(sources, "csrc/*.h")
+	for _, h := range headers {
+		b, _ := sources.ReadFile(h)
+		if err := os.WriteFile(filepath.Join(srcDir, filepath.Base(h)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out := filepath.Join(dir, lib.Soname)
 	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-soname," + lib.Soname, "-o", out}

@@ -1,0 +1,57 @@
+// Package childtest runs one test function of the current test binary in a
+// child process, for tests whose subject is process-wide: a driver library,
+// once loaded, stays loaded, so each configuration of it gets a fresh process.
+// The parent re-executes the binary with -test.run naming the child test and an
+// environment variable set; the child test calls Child first, which skips it
+// when it is not running as a child.
+package childtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
+)
+
+// Timeout bounds one child.
+const Timeout = 2 * time.Minute
+
+// Child skips t unless this process is a child that marker started.
+func Child(t *testing.T, marker string) {
+	t.Helper()
+	if os.Getenv(marker) == "" {
+		t.Skip("run by its parent test in a child process")
+	}
+}
+
+// Run runs test in a child with env and marker set, fails t unless the child
+// passed without skipping, and returns its output.
+func Run(t *testing.T, marker, test string, env ...string) string {
+	t.Helper()
+	out, skipped := Start(t, marker, test, env...)
+	if skipped {
+		t.Fatalf("the child skipped:\n%s", out)
+	}
+	return out
+}
+
+// Start is Run for a child that may find nothing to test: it reports whether
+// the child skipped instead of failing.
+func Start(t *testing.T, marker, test string, env ...string) (out string, skipped bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), append(env, marker+"=1")...)
+	r, err := hangcheck.Run(context.Background(), cmd, Timeout)
+	if err != nil {
+		t.Fatalf("%s: %v", test, err)
+	}
+	out = r.Stdout + r.Stderr
+	if r.Verdict != hangcheck.OK {
+		t.Fatalf("%s: %s:\n%s", test, r.Verdict, out)
+	}
+	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+}
