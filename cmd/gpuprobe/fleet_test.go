@@ -106,8 +106,11 @@ func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
 	waitFor("ok")
 	require.NoError(t, os.WriteFile(hook, []byte("GPUINIT_SIM_FAIL=no-device\n"), 0o644))
 	waitFor("unavailable")
-	b, _ := os.ReadFile(prom)
-	assert.Contains(t, string(b), `gpuinit_probe_success{backend="sim",verdict="unavailable"} 0`, "a failing round writes its failure")
+	// The round writes the feature file, then the metrics: wait for both.
+	assert.Eventually(t, func() bool {
+		b, _ := os.ReadFile(prom)
+		return strings.Contains(string(b), `gpuinit_probe_success{backend="sim",verdict="unavailable"} 0`)
+	}, 10*time.Second, 10*time.Millisecond, "a failing round writes its failure")
 	require.NoError(t, os.WriteFile(hook, nil, 0o644))
 	waitFor("ok")
 	stop.Store(true)
