@@ -9,21 +9,18 @@ package cuda
 struct gpuinit_curand gpuinit_rand;
 
 #define SYM(f) { #f, offsetof(struct gpuinit_curand, f), 1 }
-static const struct gpuinit_symbol gpuinit_curand_symbols[] = {
+const struct gpuinit_symbol gpuinit_curand_symbols[] = {
 	SYM(curandCreateGenerator), SYM(curandCreateGeneratorHost), SYM(curandDestroyGenerator),
 	SYM(curandSetPseudoRandomGeneratorSeed), SYM(curandSetGeneratorOffset), SYM(curandGenerate),
 };
 #undef SYM
 
-static int gpuinit_curand_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
-	return gpuinit_dl_bind(h, gpuinit_curand_symbols, sizeof gpuinit_curand_symbols / sizeof gpuinit_curand_symbols[0],
-	                       &gpuinit_rand, sizeof gpuinit_rand, missing, missinglen, err, errlen);
-}
 */
 import "C"
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
@@ -46,13 +43,8 @@ func curandLibrary() dynload.Spec {
 // device.ErrNotSupported: without cuRAND there are no device generators, but
 // the device is usable.
 func loadCurand() error {
-	lib, err := dynload.Load(cLoader{}, curandLibrary())
-	if err == nil {
-		var name, text [256]C.char
-		if C.gpuinit_curand_bind(lib.Handle, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
-			err = dynload.MissingSymbol("cuda", lib, C.GoString(&name[0]), C.GoString(&text[0]), "install a cuRAND of CUDA 10 or later")
-		}
-	}
+	_, err := load(curandLibrary(), &C.gpuinit_curand_symbols[0], len(C.gpuinit_curand_symbols),
+		unsafe.Pointer(&C.gpuinit_rand), unsafe.Sizeof(C.gpuinit_rand), "install a cuRAND of CUDA 10 or later")
 	if err != nil {
 		return fmt.Errorf("%w: cuda: device generators need cuRAND (libcurand.so.10): %w", device.ErrNotSupported, err)
 	}

@@ -10,7 +10,7 @@ package cuda
 struct gpuinit_cuda gpuinit_cu;
 
 #define SYM(f, req) { #f, offsetof(struct gpuinit_cuda, f), req }
-static const struct gpuinit_symbol gpuinit_cuda_symbols[] = {
+const struct gpuinit_symbol gpuinit_cuda_symbols[] = {
 	SYM(cuDriverGetVersion, 1), SYM(cuInit, 1), SYM(cuDeviceGetCount, 1), SYM(cuDeviceGet, 1),
 	SYM(cuDeviceGetName, 1), SYM(cuDeviceTotalMem_v2, 1), SYM(cuDeviceGetAttribute, 1),
 	SYM(cuDeviceGetUuid_v2, 0), SYM(cuDeviceGetUuid, 0),
@@ -21,21 +21,18 @@ static const struct gpuinit_symbol gpuinit_cuda_symbols[] = {
 };
 #undef SYM
 
-static int gpuinit_cuda_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
-	return gpuinit_dl_bind(h, gpuinit_cuda_symbols, sizeof gpuinit_cuda_symbols / sizeof gpuinit_cuda_symbols[0],
-	                       &gpuinit_cu, sizeof gpuinit_cu, missing, missinglen, err, errlen);
-}
 */
 import "C"
 
-import "github.com/gpuinit/gpuinit/device/internal/dynload"
+import (
+	"unsafe"
 
-// bindDriver fills shim.h's table from the loaded libcuda; it returns the
-// first required function that is missing, with dlerror's text.
-func bindDriver(h dynload.Handle) (missing, msg string) {
-	var name, text [256]C.char
-	if C.gpuinit_cuda_bind(h, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
-		return C.GoString(&name[0]), C.GoString(&text[0])
-	}
-	return "", ""
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
+)
+
+// loadDriver loads libcuda and binds every function into shim.h's table.
+func loadDriver() (dynload.Library, error) {
+	return load(driverLibrary(), &C.gpuinit_cuda_symbols[0], len(C.gpuinit_cuda_symbols),
+		unsafe.Pointer(&C.gpuinit_cu), unsafe.Sizeof(C.gpuinit_cu),
+		"the driver is older than this backend supports (CUDA 11.0, driver R450, or later): upgrade the NVIDIA driver")
 }

@@ -21,19 +21,6 @@ func driverLibrary() dynload.Spec {
 	}
 }
 
-// loadDriver loads libcuda and binds every function into shim.h's table.
-func loadDriver() (dynload.Library, error) {
-	lib, err := dynload.Load(cLoader{}, driverLibrary())
-	if err != nil {
-		return lib, err
-	}
-	if missing, msg := bindDriver(lib.Handle); missing != "" {
-		return lib, dynload.MissingSymbol("cuda", lib, missing, msg,
-			"the driver is older than this backend supports (CUDA 11.0, driver R450, or later): upgrade the NVIDIA driver")
-	}
-	return lib, nil
-}
-
 // linked reports a -tags cudalink build, where the libraries are linked
 // rather than loaded.
 const linked = false

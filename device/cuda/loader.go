@@ -31,3 +31,20 @@ func (cLoader) Open(name string, noload bool) (dynload.Handle, string, string) {
 	}
 	return h, C.GoString(&path[0]), ""
 }
+
+// load loads the library spec describes and resolves syms into the C table
+// at table (size bytes), all or nothing: the sequence every vendor library
+// goes through. A missing required function is a *device.DriverError wrapping
+// device.ErrDriverMismatch that names it, with upgrade as the hint.
+func load(spec dynload.Spec, syms *C.struct_gpuinit_symbol, nsyms int, table unsafe.Pointer, size uintptr, upgrade string) (dynload.Library, error) {
+	lib, err := dynload.Load(cLoader{}, spec)
+	if err != nil {
+		return lib, err
+	}
+	var name, text [256]C.char
+	if C.gpuinit_dl_bind(lib.Handle, syms, C.size_t(nsyms), table, C.size_t(size),
+		&name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
+		return lib, dynload.MissingSymbol(spec.Backend, lib, C.GoString(&name[0]), C.GoString(&text[0]), upgrade)
+	}
+	return lib, nil
+}

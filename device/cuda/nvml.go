@@ -9,16 +9,12 @@ package cuda
 struct gpuinit_nvml gpuinit_nvml;
 
 #define SYM(f) { #f, offsetof(struct gpuinit_nvml, f), 1 }
-static const struct gpuinit_symbol gpuinit_nvml_symbols[] = {
+const struct gpuinit_symbol gpuinit_nvml_symbols[] = {
 	SYM(nvmlInit_v2), SYM(nvmlDeviceGetHandleByUUID), SYM(nvmlDeviceGetHandleByPciBusId_v2),
 	SYM(nvmlDeviceGetMemoryInfo), SYM(nvmlErrorString),
 };
 #undef SYM
 
-static int gpuinit_nvml_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
-	return gpuinit_dl_bind(h, gpuinit_nvml_symbols, sizeof gpuinit_nvml_symbols / sizeof gpuinit_nvml_symbols[0],
-	                       &gpuinit_nvml, sizeof gpuinit_nvml, missing, missinglen, err, errlen);
-}
 */
 import "C"
 
@@ -56,13 +52,8 @@ func loadNVML(devices int) error {
 	nvml.once.Do(func() {
 		spec := dynload.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
 			Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it"}
-		lib, err := dynload.Load(cLoader{}, spec)
-		if err == nil {
-			var name, text [256]C.char
-			if C.gpuinit_nvml_bind(lib.Handle, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
-				err = dynload.MissingSymbol("cuda", lib, C.GoString(&name[0]), C.GoString(&text[0]), "upgrade the NVIDIA driver")
-			}
-		}
+		_, err := load(spec, &C.gpuinit_nvml_symbols[0], len(C.gpuinit_nvml_symbols),
+			unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
 		if err == nil {
 			err = nvmlCheck("nvmlInit_v2", C.gpuinit_nvmlInit())
 		}

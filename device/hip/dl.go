@@ -10,7 +10,7 @@ package hip
 struct gpuinit_hip gpuinit_hip;
 
 #define SYM(f) { #f, offsetof(struct gpuinit_hip, f), 1 }
-static const struct gpuinit_symbol gpuinit_hip_symbols[] = {
+const struct gpuinit_symbol gpuinit_hip_symbols[] = {
 	SYM(hipInit), SYM(hipDriverGetVersion), SYM(hipRuntimeGetVersion), SYM(hipGetDeviceCount),
 	SYM(hipDeviceGetName), SYM(hipDeviceTotalMem), SYM(hipDeviceGetPCIBusId),
 	SYM(hipGetDevice), SYM(hipSetDevice), SYM(hipMalloc), SYM(hipFree), SYM(hipMemcpy),
@@ -18,10 +18,6 @@ static const struct gpuinit_symbol gpuinit_hip_symbols[] = {
 };
 #undef SYM
 
-static int gpuinit_hip_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
-	return gpuinit_dl_bind(h, gpuinit_hip_symbols, sizeof gpuinit_hip_symbols / sizeof gpuinit_hip_symbols[0],
-	                       &gpuinit_hip, sizeof gpuinit_hip, missing, missinglen, err, errlen);
-}
 */
 import "C"
 
@@ -49,12 +45,26 @@ func (cLoader) Open(name string, noload bool) (dynload.Handle, string, string) {
 	return h, C.GoString(&path[0]), ""
 }
 
-// bindRuntime fills shim.h's table from the loaded libamdhip64; it returns the
-// first required function that is missing, with dlerror's text.
-func bindRuntime(h dynload.Handle) (missing, msg string) {
-	var name, text [256]C.char
-	if C.gpuinit_hip_bind(h, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
-		return C.GoString(&name[0]), C.GoString(&text[0])
+// load loads the library spec describes and resolves syms into the C table
+// at table (size bytes), all or nothing: the sequence every vendor library
+// goes through. A missing required function is a *device.DriverError wrapping
+// device.ErrDriverMismatch that names it, with upgrade as the hint.
+func load(spec dynload.Spec, syms *C.struct_gpuinit_symbol, nsyms int, table unsafe.Pointer, size uintptr, upgrade string) (dynload.Library, error) {
+	lib, err := dynload.Load(cLoader{}, spec)
+	if err != nil {
+		return lib, err
 	}
-	return "", ""
+	var name, text [256]C.char
+	if C.gpuinit_dl_bind(lib.Handle, syms, C.size_t(nsyms), table, C.size_t(size),
+		&name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
+		return lib, dynload.MissingSymbol(spec.Backend, lib, C.GoString(&name[0]), C.GoString(&text[0]), upgrade)
+	}
+	return lib, nil
+}
+
+// loadRuntime loads libamdhip64 and binds every function into shim.h's table.
+func loadRuntime() (dynload.Library, error) {
+	return load(runtimeLibrary(), &C.gpuinit_hip_symbols[0], len(C.gpuinit_hip_symbols),
+		unsafe.Pointer(&C.gpuinit_hip), unsafe.Sizeof(C.gpuinit_hip),
+		"the HIP runtime is older than this backend supports (ROCm 5.0 or later): upgrade ROCm")
 }

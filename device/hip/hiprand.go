@@ -9,16 +9,12 @@ package hip
 struct gpuinit_hiprand gpuinit_hiprand;
 
 #define SYM(f) { #f, offsetof(struct gpuinit_hiprand, f), 1 }
-static const struct gpuinit_symbol gpuinit_hiprand_symbols[] = {
+const struct gpuinit_symbol gpuinit_hiprand_symbols[] = {
 	SYM(hiprandCreateGenerator), SYM(hiprandDestroyGenerator), SYM(hiprandSetPseudoRandomGeneratorSeed),
 	SYM(hiprandSetGeneratorOffset), SYM(hiprandGenerate),
 };
 #undef SYM
 
-static int gpuinit_hiprand_bind(void *h, char *missing, size_t missinglen, char *err, size_t errlen) {
-	return gpuinit_dl_bind(h, gpuinit_hiprand_symbols, sizeof gpuinit_hiprand_symbols / sizeof gpuinit_hiprand_symbols[0],
-	                       &gpuinit_hiprand, sizeof gpuinit_hiprand, missing, missinglen, err, errlen);
-}
 */
 import "C"
 
@@ -52,13 +48,8 @@ func loadHiprand() error {
 			Env:     EnvHiprandLibrary,
 			Hint:    "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,
 		}
-		lib, err := dynload.Load(cLoader{}, spec)
-		if err == nil {
-			var name, text [256]C.char
-			if C.gpuinit_hiprand_bind(lib.Handle, &name[0], C.size_t(len(name)), &text[0], C.size_t(len(text))) != 0 {
-				err = dynload.MissingSymbol("hip", lib, C.GoString(&name[0]), C.GoString(&text[0]), "install a hipRAND of ROCm 5 or later")
-			}
-		}
+		_, err := load(spec, &C.gpuinit_hiprand_symbols[0], len(C.gpuinit_hiprand_symbols),
+			unsafe.Pointer(&C.gpuinit_hiprand), unsafe.Sizeof(C.gpuinit_hiprand), "install a hipRAND of ROCm 5 or later")
 		if err != nil {
 			hiprandLib.err = fmt.Errorf("%w: hip: device generators need hipRAND (libhiprand.so.1): %w", device.ErrNotSupported, err)
 		}

@@ -21,16 +21,3 @@ func runtimeLibrary() dynload.Spec {
 		Hint:    drivercodes.HIPNotFoundHint,
 	}
 }
-
-// loadRuntime loads libamdhip64 and binds every function into shim.h's table.
-func loadRuntime() (dynload.Library, error) {
-	lib, err := dynload.Load(cLoader{}, runtimeLibrary())
-	if err != nil {
-		return lib, err
-	}
-	if missing, msg := bindRuntime(lib.Handle); missing != "" {
-		return lib, dynload.MissingSymbol("hip", lib, missing, msg,
-			"the HIP runtime is older than this backend supports (ROCm 5.0 or later): upgrade ROCm")
-	}
-	return lib, nil
-}
