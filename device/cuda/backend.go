@@ -38,6 +38,7 @@ var driver = struct {
 	done    chan struct{}
 	lib     dynload.Library
 	version int   // cuDriverGetVersion, read before cuInit; 0 if unknown
+	count   int   // cuDeviceGetCount after cuInit: the devices do not change after
 	err     error // the memoized result of Init
 	ready   bool  // cuInit succeeded
 }{done: make(chan struct{})}
@@ -77,7 +78,11 @@ func initDriver(ctx context.Context) error {
 	if err := check("cuInit", api.init()); err != nil {
 		return drivercodes.WithVisibilityHint(err, drivercodes.CUDAVisibility)
 	}
-	driver.ready = true
+	n, r := api.deviceGetCount()
+	if err := check("cuDeviceGetCount", r); err != nil {
+		return err
+	}
+	driver.count, driver.ready = n, true
 	return nil
 }
 
@@ -105,28 +110,21 @@ func initDone() bool {
 	}
 }
 
-// Count calls cuDeviceGetCount. Before a successful Init it answers as the
+// Count reports the device count cuDeviceGetCount gave at Init (devices do
+// not come or go after cuInit). Before a successful Init it answers as the
 // driver would, CUDA_ERROR_NOT_INITIALIZED, without loading anything.
 func (*Backend) Count() (int, error) {
 	if err := ready("cuDeviceGetCount"); err != nil {
 		return 0, err
 	}
-	n, r := api.deviceGetCount()
-	return n, check("cuDeviceGetCount", r)
+	return driver.count, nil
 }
 
 // Device reads one device's name, total memory, compute capability,
 // multiprocessor count, integrated flag, PCI bus id and UUID.
 func (*Backend) Device(ordinal int) (device.Info, error) {
-	if err := ready("cuDeviceGet"); err != nil {
+	if err := checkOrdinal("cuDeviceGet", ordinal); err != nil {
 		return device.Info{}, err
-	}
-	n, r := api.deviceGetCount()
-	if err := check("cuDeviceGetCount", r); err != nil {
-		return device.Info{}, err
-	}
-	if ordinal < 0 || ordinal >= n {
-		return device.Info{}, fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
 	}
 	return describe(ordinal)
 }
@@ -134,6 +132,18 @@ func (*Backend) Device(ordinal int) (device.Info, error) {
 func ready(op string) error {
 	if !initDone() || !driver.ready {
 		return codeError(op, 3)
+	}
+	return nil
+}
+
+// checkOrdinal is nil for a device of an initialized driver, else the error
+// op would get: not initialized, or an invalid ordinal with the range.
+func checkOrdinal(op string, ordinal int) error {
+	if err := ready(op); err != nil {
+		return err
+	}
+	if ordinal < 0 || ordinal >= driver.count {
+		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, driver.count)
 	}
 	return nil
 }

@@ -34,10 +34,7 @@ func loadCurandOnce() error {
 // device.ErrNotSupported and the device stays usable. Generate draws on the
 // GPU into device memory and copies the values back.
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	if err := ready("curandCreateGenerator"); err != nil {
-		return nil, err
-	}
-	if _, err := b.Device(ordinal); err != nil {
+	if err := checkOrdinal("curandCreateGenerator", ordinal); err != nil {
 		return nil, err
 	}
 	if err := loadCurandOnce(); err != nil {

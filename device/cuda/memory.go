@@ -21,14 +21,10 @@ import (
 // is safe from many goroutines; after the first call per device it allocates
 // nothing.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
-	n, err := b.Count()
-	if err != nil {
+	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
 		return 0, 0, err
 	}
-	if ordinal < 0 || ordinal >= n {
-		return 0, 0, fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
-	}
-	nvmlErr := loadNVML(n)
+	nvmlErr := loadNVML(driver.count)
 	if nvmlErr == nil {
 		if free, total, nvmlErr = nvmlMemory(ordinal); nvmlErr == nil {
 			return free, total, nil
@@ -63,12 +59,8 @@ var primaries struct {
 // (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
 // this same primary context, so work fn does through them lands in it.
 func (b *Backend) Do(ordinal int, fn func() error) error {
-	n, err := b.Count()
-	if err != nil {
+	if err := checkOrdinal("cuCtxSetCurrent", ordinal); err != nil {
 		return err
-	}
-	if ordinal < 0 || ordinal >= n {
-		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
 	}
 	pc, err := retainedPrimary(ordinal)
 	if err != nil {

@@ -35,6 +35,7 @@ var runtime = struct {
 	lib            dynload.Library
 	driverVersion  int // hipDriverGetVersion, read after hipInit; 0 if unknown
 	runtimeVersion int
+	busIDs         []string   // each device's PCI bus id, lower case, read at Init
 	nodes          []kfd.Node // the KFD topology, read at Init; nil where there is none
 	gfxOverride    int        // HSA_OVERRIDE_GFX_VERSION as a gfx target version, or 0
 	err            error
@@ -77,6 +78,18 @@ func initRuntime(ctx context.Context) error {
 			Message: fmt.Sprintf("the HIP driver reports %d, this process needs %d", runtime.driverVersion, need),
 			Hint:    "upgrade ROCm (and the amdgpu kernel driver) to the version the server's engine was built for"}
 	}
+	n, r := getDeviceCount()
+	if r != 0 && r != 100 {
+		return check("hipGetDeviceCount", r)
+	}
+	runtime.busIDs = make([]string, n)
+	for i := range runtime.busIDs {
+		id, r := deviceGetPCIBusID(i)
+		if r != 0 {
+			return check("hipDeviceGetPCIBusId", r)
+		}
+		runtime.busIDs[i] = strings.ToLower(id)
+	}
 	override, ok, err := kfd.Override()
 	if err != nil {
 		return &device.DriverError{Backend: "hip", Op: "HSA_OVERRIDE_GFX_VERSION", Sentinel: device.ErrDriverMismatch,
@@ -118,17 +131,14 @@ func initDone() bool {
 	}
 }
 
-// Count calls hipGetDeviceCount. Before a successful Init it answers
+// Count reports the device count hipGetDeviceCount gave at Init (devices do
+// not come or go after hipInit). Before a successful Init it answers
 // hipErrorNotInitialized without loading anything.
 func (*Backend) Count() (int, error) {
 	if err := ready("hipGetDeviceCount"); err != nil {
 		return 0, err
 	}
-	n, r := getDeviceCount()
-	if r == 100 {
-		return 0, nil
-	}
-	return n, check("hipGetDeviceCount", r)
+	return len(runtime.busIDs), nil
 }
 
 // Device reads one device's name, total memory and PCI bus id from HIP, and
@@ -137,14 +147,10 @@ func (*Backend) Count() (int, error) {
 // ComputeMajor and ComputeMinor stay zero: HIP reports gfx90a as 9.0, which
 // reads as Hopper.
 func (b *Backend) Device(ordinal int) (device.Info, error) {
-	n, err := b.Count()
-	if err != nil {
+	if err := checkOrdinal("hipGetDeviceProperties", ordinal); err != nil {
 		return device.Info{}, err
 	}
-	if ordinal < 0 || ordinal >= n {
-		return device.Info{}, fmt.Errorf("%w: hip: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
-	}
-	info := device.Info{Ordinal: ordinal}
+	info := device.Info{Ordinal: ordinal, PCIBusID: runtime.busIDs[ordinal]}
 	var r int
 	if info.Name, r = deviceGetName(ordinal); r != 0 {
 		return device.Info{}, check("hipDeviceGetName", r)
@@ -152,11 +158,6 @@ func (b *Backend) Device(ordinal int) (device.Info, error) {
 	if info.TotalMemory, r = deviceTotalMem(ordinal); r != 0 {
 		return device.Info{}, check("hipDeviceTotalMem", r)
 	}
-	busID, r := deviceGetPCIBusID(ordinal)
-	if r != 0 {
-		return device.Info{}, check("hipDeviceGetPCIBusId", r)
-	}
-	info.PCIBusID = strings.ToLower(busID)
 	if node, ok := kfd.Find(runtime.nodes, info.PCIBusID); ok {
 		target := node.GfxTarget
 		if runtime.gfxOverride != 0 {
@@ -173,6 +174,18 @@ func (b *Backend) Device(ordinal int) (device.Info, error) {
 func ready(op string) error {
 	if !initDone() || !runtime.ready {
 		return codeError(op, 3)
+	}
+	return nil
+}
+
+// checkOrdinal is nil for a device of an initialized runtime, else the error
+// op would get: not initialized, or an invalid ordinal with the range.
+func checkOrdinal(op string, ordinal int) error {
+	if err := ready(op); err != nil {
+		return err
+	}
+	if n := len(runtime.busIDs); ordinal < 0 || ordinal >= n {
+		return fmt.Errorf("%w: hip: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, n)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func loadHiprand() error {
 // (hiprandCreateGenerator) for device ordinal. Its state lives on the host;
 // Generate runs it on the device. libhiprand is loaded at the first call.
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	if _, err := b.Device(ordinal); err != nil {
+	if err := checkOrdinal("hiprandCreateGenerator", ordinal); err != nil {
 		return nil, err
 	}
 	if err := loadHiprand(); err != nil {

@@ -15,13 +15,13 @@ import (
 // sysfs has no counters for it, the error wraps device.ErrNotSupported. For an
 // integrated GPU the counters cover its VRAM carve-out, not system memory.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
-	info, err := b.Device(ordinal)
-	if err != nil {
+	if err := checkOrdinal("hipMemGetInfo", ordinal); err != nil {
 		return 0, 0, err
 	}
-	total, used, err := kfd.VRAM(kfd.Root(), info.PCIBusID)
+	busID := runtime.busIDs[ordinal]
+	total, used, err := kfd.VRAM(kfd.Root(), busID)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu VRAM counters in sysfs: %w", device.ErrNotSupported, ordinal, info.PCIBusID, err)
+		return 0, 0, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu VRAM counters in sysfs: %w", device.ErrNotSupported, ordinal, busID, err)
 	}
 	return total - min(used, total), total, nil
 }
@@ -30,7 +30,7 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 // and restores the thread's previous device afterwards, even if fn panics (the
 // panic goes on).
 func (b *Backend) Do(ordinal int, fn func() error) error {
-	if _, err := b.Count(); err != nil {
+	if err := checkOrdinal("hipSetDevice", ordinal); err != nil {
 		return err
 	}
 	return onDevice(ordinal, fn)
