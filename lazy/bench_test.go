@@ -34,13 +34,20 @@ func BenchmarkDirectCall(b *testing.B) {
 	}
 }
 
-func BenchmarkCallReady(b *testing.B) {
+// readyInitializer is an initialized Initializer, with allocations reported.
+func readyInitializer(b *testing.B) (*Initializer, context.Context) {
+	b.Helper()
 	i := New(nil)
 	ctx := context.Background()
 	if err := i.Init(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	return i, ctx
+}
+
+func BenchmarkCallReady(b *testing.B) {
+	i, ctx := readyInitializer(b)
 	for b.Loop() {
 		_ = i.Call(ctx, directFunc)
 	}
@@ -58,12 +65,7 @@ func (i *Initializer) callWithoutNilCheck(ctx context.Context, fn Func) error {
 }
 
 func BenchmarkCallReadyWithoutNilCheck(b *testing.B) {
-	i := New(nil)
-	ctx := context.Background()
-	if err := i.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
+	i, ctx := readyInitializer(b)
 	for b.Loop() {
 		_ = i.callWithoutNilCheck(ctx, directFunc)
 	}
@@ -79,12 +81,7 @@ func BenchmarkDirectCallParallel(b *testing.B) {
 }
 
 func BenchmarkCallReadyParallel(b *testing.B) {
-	i := New(nil)
-	ctx := context.Background()
-	if err := i.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
+	i, ctx := readyInitializer(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_ = i.Call(ctx, directFunc)

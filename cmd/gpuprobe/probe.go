@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
@@ -39,11 +40,11 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 	}
 	devices, err := rt.Devices(ctx)
 	if err != nil {
-		rep.fail(exitUnavailable, describe(err))
+		rep.fail(exitUnavailable, health.ErrorOf(err))
 		return rep
 	}
 	for _, d := range devices {
-		info := deviceInfoOf(d)
+		info := health.DeviceOf(d)
 		if free, _, err := rt.MemoryInfo(ctx, d.Ordinal); err == nil {
 			info.FreeMemory = &free
 		}
@@ -73,55 +74,49 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 	rt, err := device.Open(cfg.backend)
 	if err == nil {
 		fmt.Fprintf(progress, "gpuprobe: initializing %s (timeout %s)\n", cfg.backend, cfg.timeout)
-		if !initialize(ctx, cfg, rt, rep) {
+		var stop bool
+		if stop, err = initialize(ctx, cfg, rt, rep); stop {
 			return nil
 		}
-		err = rt.Init(ctx) // memoized: the result initialize saw
 	}
 	if err == nil {
 		rep.Backend = rt.Name()
-		for _, f := range rt.PassedOver() {
-			rep.PassedOver = append(rep.PassedOver, backendFailure{Backend: f.Backend, Error: describe(f.Err)})
-			fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", f.Backend, f.Err)
-		}
+		rep.PassedOver = failures(progress, rt.PassedOver())
 		return rt
 	}
 	if cfg.backend != "auto" {
-		rep.fail(exitUnavailable, describe(err))
+		rep.fail(exitUnavailable, health.ErrorOf(err))
 		return nil
 	}
-	rep.Fallback = fallbackOf(err)
-	for _, b := range rep.Fallback.Backends {
-		fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", b.Backend, b.Error.Message)
-	}
+	rep.Fallback = &fallback{Reason: "no usable GPU backend", Backends: failures(progress, triedBy(err))}
 	if cfg.requireGPU {
-		rep.fail(exitUnavailable, describe(err))
+		rep.fail(exitUnavailable, health.ErrorOf(err))
 		return nil
 	}
 	fmt.Fprintln(progress, "gpuprobe: no usable GPU backend; probing the simulated backend instead (-require-gpu turns this off)")
 	rep.Backend = "sim"
-	if rt, err = device.Open("sim"); err != nil {
-		rep.fail(exitUnavailable, describe(err))
-		return nil
+	if rt, err = device.Open("sim"); err == nil {
+		var stop bool
+		if stop, err = initialize(ctx, cfg, rt, rep); stop {
+			return nil
+		}
 	}
-	if !initialize(ctx, cfg, rt, rep) {
-		return nil
-	}
-	if err := rt.Init(ctx); err != nil {
-		rep.fail(exitUnavailable, describe(err))
+	if err != nil {
+		rep.fail(exitUnavailable, health.ErrorOf(err))
 		return nil
 	}
 	return rt
 }
 
 // initialize runs rt's first Init under cfg.timeout and records the versions
-// and how long it took. It returns false, with rep finished, when there is no
-// result to go on: init hung, never started, or was interrupted.
-func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report) bool {
+// and how long it took. It returns Init's error, and stop, with rep finished,
+// when there is no result to go on: init hung, never started, or was
+// interrupted.
+func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report) (stop bool, err error) {
 	initCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	start := time.Now()
-	err := rt.Init(initCtx)
+	err = rt.Init(initCtx)
 	rep.InitMillis = millis(time.Since(start))
 	if v, err := rt.DriverVersion(); err == nil {
 		rep.DriverVersion = v
@@ -131,37 +126,43 @@ func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report
 	}
 	switch {
 	case err == nil:
-		return true
+		return false, nil
 	case ctx.Err() != nil:
 		rep.fail(exitFailed, &errorInfo{Message: "interrupted during initialization"})
-		return false
 	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Uninitialized:
 		rep.fail(exitFailed, &errorInfo{Message: fmt.Sprintf("initialization did not start: the -timeout of %s expired before it could; use a longer one", cfg.timeout)})
-		return false
 	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Initializing:
 		rep.fail(exitFailed, &errorInfo{Kind: "hang", Message: fmt.Sprintf("initialization did not finish within %s: the driver's init hangs", cfg.timeout)})
-		return false
+	default:
+		return false, err // a failure of the backend's own
 	}
-	return true // a failure of its own: the caller reads it from Init
+	return true, err
 }
 
-// fallbackOf lists each GPU backend's reason for being passed over.
-func fallbackOf(err error) *fallback {
-	fb := &fallback{Reason: "no usable GPU backend"}
+// triedBy lists the backends auto passed over in err: every one a
+// *device.NoBackendError names, or the single backend that failed.
+func triedBy(err error) []device.BackendFailure {
 	var nb *device.NoBackendError
 	if errors.As(err, &nb) {
-		for _, f := range nb.Tried {
-			fb.Backends = append(fb.Backends, backendFailure{Backend: f.Backend, Error: describe(f.Err)})
-		}
-		return fb
+		return nb.Tried
 	}
 	name := "auto"
 	var de *device.DriverError
 	if errors.As(err, &de) {
 		name = de.Backend
 	}
-	fb.Backends = append(fb.Backends, backendFailure{Backend: name, Error: describe(err)})
-	return fb
+	return []device.BackendFailure{{Backend: name, Err: err}}
+}
+
+// failures is the report's form of backends passed over, each also said on
+// progress.
+func failures(progress io.Writer, tried []device.BackendFailure) []backendFailure {
+	var out []backendFailure
+	for _, f := range tried {
+		out = append(out, backendFailure{Backend: f.Backend, Error: health.ErrorOf(f.Err)})
+		fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", f.Backend, f.Err)
+	}
+	return out
 }
 
 func runScenarios(ctx context.Context, cfg config, backend string, selected []scenario, progress io.Writer) []scenarioResult {

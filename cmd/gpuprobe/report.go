@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/health"
 )
 
@@ -41,8 +40,6 @@ type (
 	deviceInfo = health.Device
 	errorInfo  = health.Error
 )
-
-func deviceInfoOf(d device.Info) deviceInfo { return health.DeviceOf(d) }
 
 // fallback is why auto probed sim instead of a GPU.
 type fallback struct {
@@ -79,10 +76,6 @@ type mismatch struct {
 	Device uint32 `json:"device"`
 	Philox uint32 `json:"philox"`
 }
-
-// describe turns an error into the report's form, with the driver's code,
-// name and hint when there is a *device.DriverError inside.
-func describe(err error) *errorInfo { return health.ErrorOf(err) }
 
 // fail ends the report with an error and an exit status.
 func (r *report) fail(exit int, info *errorInfo) {

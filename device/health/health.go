@@ -138,30 +138,23 @@ var (
 
 // Ready answers 200 "ready" when the Runtime is Ready and no device is lost,
 // else 503 with the reason as text. It never blocks.
-func (h *Health) Ready() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		ready, reason := h.Readiness()
-		if ready {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(readyBody)
-			return
-		}
-		http.Error(w, reason, http.StatusServiceUnavailable)
-	})
-}
+func (h *Health) Ready() http.Handler { return probeHandler(h.Readiness, readyBody) }
 
 // Live answers 200 "ok" while the process can still become or stay useful,
 // else 503 with the reason as text. It never calls into the Runtime's
 // initialization or its backend.
-func (h *Health) Live() http.Handler {
+func (h *Health) Live() http.Handler { return probeHandler(h.Liveness, okBody) }
+
+// probeHandler answers 200 with body when check passes, else 503 with its
+// reason as text.
+func probeHandler(check func() (bool, string), body []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		live, reason := h.Liveness()
-		if live {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(okBody)
+		if ok, reason := check(); !ok {
+			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
-		http.Error(w, reason, http.StatusServiceUnavailable)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
 	})
 }
 

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FAKE_LOG_ENV "GPUINIT_FAKE_CUDA_LOG"
+#include "fakecommon.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct fake_ctx *CUcontext;
@@ -49,26 +52,6 @@ static struct fake_ctx primary[2] = {{0}, {1}};
 static int retained[2];
 static unsigned long long allocated[2];
 static __thread CUcontext current;
-
-static void logcall(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#include <stdarg.h>
-static void logcall(const char *fmt, ...) {
-	const char *path = getenv("GPUINIT_FAKE_CUDA_LOG");
-	if (!path || !*path) return;
-	FILE *f = fopen(path, "a");
-	if (!f) return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-}
-
-static int envint(const char *name, int def) {
-	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
-}
 
 static int ndevices(void) {
 	int n = envint("GPUINIT_FAKE_CUDA_DEVICES", 2);

@@ -15,16 +15,12 @@
 
 #include "fakephilox.h"
 
+#define FAKE_LOG_ENV "GPUINIT_FAKE_CURAND_LOG"
+#include "fakecommon.h"
+
 typedef int curandStatus_t;
 struct curandGenerator_st { int host; unsigned long long seed, offset; };
 typedef struct curandGenerator_st *curandGenerator_t;
-
-static void logcall(const char *what) {
-	const char *path = getenv("GPUINIT_FAKE_CURAND_LOG");
-	if (!path || !*path) return;
-	FILE *f = fopen(path, "a");
-	if (f) { fprintf(f, "%s\n", what); fclose(f); }
-}
 
 // has_context asks the driver in the process whether this thread has one.
 static int has_context(void) {

@@ -13,10 +13,12 @@
 //
 // Build: cc -shared -fPIC -Wl,-soname,libamdhip64.so.6 -o libamdhip64.so.6 fakehip.c
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define FAKE_LOG_ENV "GPUINIT_FAKE_HIP_LOG"
+#include "fakecommon.h"
 
 typedef int hipError_t;
 
@@ -28,25 +30,6 @@ static const struct fake_device devices[2] = {
 
 static int initialized;
 static __thread int current;
-
-static void logcall(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logcall(const char *fmt, ...) {
-	const char *path = getenv("GPUINIT_FAKE_HIP_LOG");
-	if (!path || !*path) return;
-	FILE *f = fopen(path, "a");
-	if (!f) return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-}
-
-static int envint(const char *name, int def) {
-	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
-}
 
 static int ndevices(void) {
 	int n = envint("GPUINIT_FAKE_HIP_DEVICES", 2);

@@ -12,16 +12,12 @@
 
 #include "fakephilox.h"
 
+#define FAKE_LOG_ENV "GPUINIT_FAKE_HIPRAND_LOG"
+#include "fakecommon.h"
+
 typedef int hiprandStatus_t;
 struct hiprandGenerator_st { unsigned long long seed, offset; };
 typedef struct hiprandGenerator_st *hiprandGenerator_t;
-
-static void logcall(const char *what) {
-	const char *path = getenv("GPUINIT_FAKE_HIPRAND_LOG");
-	if (!path || !*path) return;
-	FILE *f = fopen(path, "a");
-	if (f) { fprintf(f, "%s\n", what); fclose(f); }
-}
 
 hiprandStatus_t hiprandCreateGenerator(hiprandGenerator_t *g, int type) {
 	logcall("hiprandCreateGenerator");

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FAKE_LOG_ENV "GPUINIT_FAKE_NVML_LOG"
+#include "fakecommon.h"
+
 typedef int nvmlReturn_t;
 typedef struct fake_nvml_device *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
@@ -24,21 +27,11 @@ static struct fake_nvml_device devices[2] = {
 };
 static int initialized;
 
-static void logcall(const char *fmt, const char *arg) {
-	const char *path = getenv("GPUINIT_FAKE_NVML_LOG");
-	if (!path || !*path) return;
-	FILE *f = fopen(path, "a");
-	if (!f) return;
-	fprintf(f, fmt, arg);
-	fputc('\n', f);
-	fclose(f);
-}
-
-nvmlReturn_t nvmlInit_v2(void) { logcall("nvmlInit_v2%s", ""); initialized = 1; return 0; }
-nvmlReturn_t nvmlShutdown(void) { logcall("nvmlShutdown%s", ""); initialized = 0; return 0; }
+nvmlReturn_t nvmlInit_v2(void) { logcall("nvmlInit_v2"); initialized = 1; return 0; }
+nvmlReturn_t nvmlShutdown(void) { logcall("nvmlShutdown"); initialized = 0; return 0; }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
-	logcall("nvmlDeviceGetHandleByIndex_v2%s", "");
+	logcall("nvmlDeviceGetHandleByIndex_v2");
 	if (!initialized) return 1; // NVML_ERROR_UNINITIALIZED
 	if (i >= 2 || !d) return 2;
 	*d = &devices[i];
