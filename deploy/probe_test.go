@@ -97,3 +97,21 @@ func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 		assert.InDelta(t, s.DurationMillis/1000, scenarios[i].GetGauge().GetValue(), 1e-9)
 	}
 }
+
+// TestDaemonSetArgsAreGpuprobeFlags parses each DaemonSet's arguments with
+// gpuprobe itself: an unknown or misspelled flag exits 2, -h after valid ones 0.
+func TestDaemonSetArgsAreGpuprobeFlags(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "gpuprobe")
+	out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, file := range []string{"daemonset-nvidia.yaml", "daemonset-amd.yaml"} {
+		ds := daemonSet(t, file)
+		args := append(append([]string{"-require-gpu", "-backend", "sim"}, ds.Spec.Template.Spec.Containers[0].Args...), "-h")
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		assert.NoError(t, err, "%s: gpuprobe %v:\n%s", file, args, out)
+	}
+	out, err = exec.Command(bin, "-intervall=10m", "-h").CombinedOutput()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "%s", out)
+	assert.Equal(t, 2, exitErr.ExitCode(), "a misspelled flag is caught")
+}

@@ -3,16 +3,14 @@ package device
 import (
 	"context"
 	"fmt"
-	"runtime"
 )
 
 // DeviceRunner is implemented by backends that can make a device current on
 // the calling OS thread, for a server's own cgo engines (cuBLAS, llama.cpp).
 type DeviceRunner interface {
-	// Do runs fn on the calling goroutine's OS thread, which the caller has
-	// locked, with device ordinal current (CUDA: its primary context; HIP:
-	// hipSetDevice), and restores what the thread had before, even if fn
-	// panics.
+	// Do locks the calling goroutine to its OS thread, runs fn there with
+	// device ordinal current (CUDA: its primary context; HIP: hipSetDevice),
+	// and restores what the thread had before, even if fn panics.
 	Do(ordinal int, fn func() error) error
 }
 
@@ -40,7 +38,5 @@ func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	if !ok {
 		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	return dr.Do(ordinal, fn)
 }

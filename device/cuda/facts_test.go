@@ -57,6 +57,8 @@ func TestChildMemoryThroughNVML(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, 0) })
+	assert.Zero(t, allocs, "the steady path allocates nothing")
 }
 
 func TestChildMemoryWithoutNVML(t *testing.T) {

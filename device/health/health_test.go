@@ -229,3 +229,15 @@ func TestCloseAndTheFirstProbeAgree(t *testing.T) {
 		_ = h.Close() // whichever came first, nothing is left running after Close
 	}
 }
+
+func TestLiveAndReadyAllocateNothingOnAReadyRuntime(t *testing.T) {
+	rt := device.New(sim.New())
+	require.NoError(t, rt.Init(context.Background()))
+	h := health.New(rt)
+	defer h.Close()
+	for name, check := range map[string]func() (bool, string){"live": h.Liveness, "ready": h.Readiness} {
+		ok, _ := check()
+		require.True(t, ok, name)
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { check() }), name)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,8 +271,8 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	return info.TotalMemory - UsedMemory, info.TotalMemory, nil
 }
 
-// Do runs fn: sim has no current device to set, so there is nothing to
-// restore either.
+// Do runs fn on a locked OS thread, as the real backends do; sim has no
+// current device to set, so there is nothing to restore either.
 func (b *Backend) Do(ordinal int, fn func() error) error {
 	if _, err := b.Device(ordinal); err != nil {
 		return err
@@ -279,6 +280,8 @@ func (b *Backend) Do(ordinal int, fn func() error) error {
 	if err := b.lostError("cuCtxSetCurrent", ordinal); err != nil {
 		return err
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return fn()
 }
 
