@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,24 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+func (s *syncBuffer) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// workUntil returns a function that runs until done reports true, or ten
+// seconds pass: work that is slow by as long as the watchdog needs to be
+// scheduled, rather than by a fixed sleep that a loaded machine can outlast.
+func workUntil(done func() bool) func(context.Context) error {
+	return func(context.Context) error {
+		for deadline := time.Now().Add(10 * time.Second); !done() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
 }
 
 func (s *syncBuffer) records(t *testing.T) []map[string]any {
@@ -78,18 +97,27 @@ func TestWatchdogZeroDisables(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf syncBuffer
 			opts := append(tc.opts, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
-			i := New(func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }, opts...)
+			work := func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }
+			if tc.warnings > 0 {
+				work = workUntil(func() bool { return buf.len() > 0 })
+			}
+			i := New(work, opts...)
 			require.NoError(t, i.Init(context.Background()))
 			assert.Len(t, buf.records(t), tc.warnings)
 		})
 	}
 }
 
-// panickingHandler is a slog.Handler whose Handle panics.
-type panickingHandler struct{ slog.Handler }
+// panickingHandler is a slog.Handler whose Handle counts its calls, then
+// panics.
+type panickingHandler struct {
+	slog.Handler
+	calls *atomic.Int32
+}
 
 func (panickingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (panickingHandler) Handle(context.Context, slog.Record) error {
+func (h panickingHandler) Handle(context.Context, slog.Record) error {
+	h.calls.Add(1)
 	panic("handler exploded")
 }
 
@@ -113,12 +141,18 @@ func TestWatchdogLoggerThatPanicsIsRecoveredAndReportedOnce(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(&reports, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
-	slow := func(context.Context) error { time.Sleep(40 * time.Millisecond); return nil }
-	i := New(slow, WithWatchdog(10*time.Millisecond), WithLogger(slog.New(panickingHandler{})))
+	var calls atomic.Int32
+	// Init runs the init function, then the queued call: each lasts until
+	// the watchdog's warning for it has reached the handler.
+	slowUntil := func(n int32) func(context.Context) error {
+		return workUntil(func() bool { return calls.Load() >= n })
+	}
+	i := New(slowUntil(1), WithWatchdog(10*time.Millisecond), WithLogger(slog.New(panickingHandler{calls: &calls})))
 	ctx := context.Background()
-	require.NoError(t, i.Call(ctx, slow)) // a second slow function: a second panic
+	require.NoError(t, i.Call(ctx, slowUntil(2))) // a second slow function: a second panic
 	require.NoError(t, i.Init(ctx), "the process survives and Init succeeds")
 	recs := reports.records(t)
+	assert.Equal(t, int32(2), calls.Load(), "the handler panicked for each slow function")
 	require.Len(t, recs, 1, "reported once")
 	assert.Equal(t, "ERROR", recs[0]["level"])
 	assert.Contains(t, recs[0]["msg"], "handler exploded")
@@ -127,18 +161,24 @@ func TestWatchdogLoggerThatPanicsIsRecoveredAndReportedOnce(t *testing.T) {
 func TestWatchdogNeverMakesInitWaitForALogWrite(t *testing.T) {
 	h := blockingHandler{entered: make(chan struct{}), release: make(chan struct{})}
 	t.Cleanup(func() { close(h.release) }) // the blocked write ends with the test
-	const work = 80 * time.Millisecond
-	i := New(func(context.Context) error { time.Sleep(work); return nil },
-		WithWatchdog(10*time.Millisecond), WithLogger(slog.New(h)))
-	start := time.Now()
-	require.NoError(t, i.Init(context.Background()))
-	took := time.Since(start)
-	select {
-	case <-h.entered:
-	default:
-		t.Fatal("the watchdog never wrote its warning, so the test shows nothing")
+	entered := func() bool {
+		select {
+		case <-h.entered:
+			return true
+		default:
+			return false
+		}
 	}
-	assert.Less(t, took, work+time.Second, "Init returned while the handler was still blocked")
+	i := New(workUntil(entered), WithWatchdog(10*time.Millisecond), WithLogger(slog.New(h)))
+	done := make(chan error, 1)
+	go func() { done <- i.Init(context.Background()) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Init waited for the blocked log write")
+	}
+	require.True(t, entered(), "the watchdog never wrote its warning, so the test shows nothing")
 }
 
 func TestWatchdogDefaultThreshold(t *testing.T) {
