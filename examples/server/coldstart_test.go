@@ -29,30 +29,43 @@ const readyBound = 100 * time.Millisecond
 // to initialize, all before it has: readiness and status answer at once,
 // draws wait for the GPU, and the driver is initialized once.
 //
-// The client's p99 is wall-clock time on a machine that go test ./... shares
-// with the compilers and tests of other packages, so a burst that misses the
-// bound is tried again on a new cold server, up to three in all. Liveness
-// requests in the same burst never touch init, so they measure the machine:
-// a burst whose readiness p99 misses the bound fails the test at once if it
-// is also over 1.5 times liveness's, and if every burst misses the bound with
-// readiness keeping pace with liveness, the machine was too busy to measure
-// the bound and the test passes, saying so.
+// Liveness requests in the same burst never touch init, so they measure the
+// machine: in every burst, readiness's p99 at the client must keep pace with
+// liveness's (within 1.5 times and 10 ms), under -race too. The 100 ms bound
+// is wall-clock time on a machine that go test ./... shares with the
+// compilers and tests of other packages, so a burst that misses it is tried
+// again on a new cold server, up to three in all; if every burst misses it
+// while keeping pace with liveness, the machine was too busy to measure the
+// bound, and the test passes, saying so. Under -race, whose cost on a
+// thousand exchanges dominates the client's figure, only the pace is checked.
+// A burst in which no readiness answer ended before init did measures
+// nothing and is tried again too; if none of the three measures, the test
+// fails, as it does when readiness waits for init.
 func TestColdStart(t *testing.T) {
 	const attempts = 3
+	measured := 0
 	for attempt := 1; attempt <= attempts; attempt++ {
 		cs := runColdStart(t)
 		if t.Failed() {
 			return
 		}
+		if len(cs.readyClient) == 0 || len(cs.liveClient) == 0 {
+			t.Logf("burst %d: %d readiness and %d liveness answers ended while init ran: nothing to measure", attempt, len(cs.readyClient), len(cs.liveClient))
+			continue
+		}
+		measured++
 		t.Logf("burst %d: %s", attempt, cs)
 		require.Less(t, cs.handlerP99(), readyBound, "the readiness handler never waits for init")
+		if pace := cs.liveP99()*3/2 + 10*time.Millisecond; cs.readyP99() > pace {
+			t.Errorf("readiness p99 %s at the client fell behind liveness's in the same burst (%s): over %s", cs.readyP99(), cs.liveP99(), pace)
+			return
+		}
 		if raceEnabled || cs.readyP99() < readyBound {
 			return
 		}
-		if cs.readyP99() > cs.liveP99()*3/2 {
-			t.Errorf("readiness p99 %s at the client missed %s and was over 1.5 times liveness's in the same burst (%s)", cs.readyP99(), readyBound, cs.liveP99())
-			return
-		}
+	}
+	if measured == 0 {
+		t.Fatalf("in %d bursts, no readiness answer ended while init ran", attempts)
 	}
 	t.Logf("no burst met %s at the client, but in each readiness kept pace with liveness, which never touches init: this machine was too busy to measure the bound", readyBound)
 }
@@ -196,8 +209,6 @@ func runColdStart(t *testing.T) coldStart {
 			offsets = append(offsets, d.Offset)
 		}
 	}
-	require.NotEmpty(t, cs.readyClient, "readiness answered while init ran")
-	require.NotEmpty(t, cs.liveClient, "liveness answered while init ran")
 	slices.Sort(offsets)
 	for i, o := range offsets {
 		assert.Equal(t, uint64(16*i), o, "every draw had a stream position of its own")
