@@ -70,9 +70,10 @@ func TestColdStart(t *testing.T) {
 	t.Logf("no burst met %s at the client, but in each readiness kept pace with liveness, which never touches init: this machine was too busy to measure the bound", readyBound)
 }
 
-// coldStart is what one burst at a cold server measured: readiness answers
-// that ended while init ran, at the client and in the handler, and liveness
-// answers from the same window as a control that never touches init.
+// coldStart is what one burst at a cold server measured: at the client, the
+// readiness answers that ended while init ran, and liveness answers from the
+// same window as a control that never touches init; in the handler, every
+// readiness request of the burst.
 type coldStart struct {
 	readyClient, readyHandler, liveClient []time.Duration
 }
