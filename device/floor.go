@@ -57,3 +57,27 @@ func (r *Runtime) withDriverFloors(ctx context.Context) context.Context {
 	}
 	return context.WithValue(ctx, minDriverKey{}, maps.Clone(r.floor.versions))
 }
+
+// checkDriverFloor applies this Runtime's RequireDriverVersion to b once b is
+// initialized. Backends check the floor before they initialize the driver,
+// but they initialize once per process: a second Runtime over an initialized
+// backend, or one whose backend ignores the floor, reaches no check there.
+// This one holds for every Runtime and backend.
+func (r *Runtime) checkDriverFloor(b Backend) error {
+	r.floor.mu.Lock()
+	need := r.floor.versions[b.Name()]
+	r.floor.mu.Unlock()
+	if need == 0 {
+		return nil
+	}
+	v, err := b.DriverVersion()
+	if err != nil {
+		return fmt.Errorf("device: checking the %s driver against RequireDriverVersion(%d): %w", b.Name(), need, err)
+	}
+	if v < need {
+		return &DriverError{Backend: b.Name(), Op: "DriverVersion", Sentinel: ErrDriverMismatch,
+			Message: fmt.Sprintf("the driver reports %d, this runtime requires %d (RequireDriverVersion)", v, need),
+			Hint:    "upgrade the driver, or lower the version passed to RequireDriverVersion"}
+	}
+	return nil
+}

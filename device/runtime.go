@@ -74,6 +74,9 @@ func (r *Runtime) initialize(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.checkDriverFloor(b); err != nil {
+		return err
+	}
 	devices := make([]Info, n)
 	for i := range devices {
 		var err error

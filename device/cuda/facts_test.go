@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -126,10 +127,17 @@ func TestDriverFloor(t *testing.T) {
 	t.Run("a driver older than the server's engine needs", func(t *testing.T) {
 		runChild(t, "TestChildDriverFloor", append(env, "RAISE=12060", "WANT=CUDA 12.4 (12040), this process needs CUDA 12.6 (12060)")...)
 	})
+	t.Run("a second runtime's floor, after the driver is initialized", func(t *testing.T) {
+		runChild(t, "TestChildDriverFloor", append(env, "FIRST=1", "RAISE=12060",
+			"WANT=cuda: DriverVersion failed: the driver reports 12040, this runtime requires 12060", "HINT=upgrade the driver")...)
+	})
 }
 
 func TestChildDriverFloor(t *testing.T) {
 	child(t)
+	if os.Getenv("FIRST") != "" {
+		require.NoError(t, device.New(process).Init(context.Background()))
+	}
 	r := device.New(process)
 	if raise := os.Getenv("RAISE"); raise != "" {
 		var v int
@@ -140,7 +148,8 @@ func TestChildDriverFloor(t *testing.T) {
 	err := r.Init(context.Background())
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
 	assert.ErrorContains(t, err, os.Getenv("WANT"))
-	assert.ErrorContains(t, err, "upgrade the NVIDIA driver")
+	hint := cmp.Or(os.Getenv("HINT"), "upgrade the NVIDIA driver")
+	assert.ErrorContains(t, err, hint)
 	assert.Error(t, r.RequireDriverVersion("cuda", 13000), "too late once initialized")
 }
 
