@@ -2,6 +2,23 @@ package device
 
 import "context"
 
+// capability returns b, or the first Backend down b's Unwrap chain, that
+// implements T.
+func capability[T any](b Backend) (T, bool) {
+	for b != nil {
+		if c, ok := b.(T); ok {
+			return c, true
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	var none T
+	return none, false
+}
+
 // Backend is what a GPU platform provides: the driver's own calls, made once.
 // Runtime adds the laziness, the memoization and the queue on top.
 //
@@ -19,13 +36,17 @@ import "context"
 //     succeeded, from the same goroutine. Runtime caches what they return.
 //   - DriverVersion may be called at any time, from any goroutine, before,
 //     during and after Init. It must not load or initialize anything: before
-//     Init it answers only if the driver can without initializing (CUDA's
-//     loaded library can), else it returns an error wrapping
-//     ErrNotInitialized.
+//     Init it answers only if the driver can without initializing (sim can;
+//     cuda and hip load their library at Init, so they answer only after
+//     it), else it returns an error wrapping ErrNotInitialized.
 //
 // Optional capabilities are interfaces of their own, as in database/sql/driver:
 // RuntimeVersioner, GeneratorBackend, MemoryReporter, DeviceRunner,
-// ErrorClassifier. Use the package devicetest to check an implementation.
+// ErrorClassifier. A Backend that wraps another (to count, log or inject
+// faults) implements Unwrap() Backend, and the Runtime finds the optional
+// interfaces it does not implement itself in the one it wraps, as
+// http.ResponseController does for a ResponseWriter. The package devicetest
+// checks the Backend contract and generators.
 type Backend interface {
 	// Name is the registered name: "cuda", "hip", "sim".
 	Name() string

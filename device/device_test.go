@@ -354,3 +354,52 @@ func TestDriverFloorHoldsForEveryRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionalInterfacesAreFoundThroughAWrapper: a Runtime over a wrapper
+// (devicetest.Counting here) reaches what the wrapped backend offers, and a
+// backend without a capability gets ErrNotSupported.
+func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backend device.Backend
+		capable bool
+	}{
+		{"sim", sim.New(), true},
+		{"sim under Counting", &devicetest.Counting{Backend: sim.New()}, true},
+		{"sim under two wrappers", &devicetest.Counting{Backend: &devicetest.Counting{Backend: sim.New()}}, true},
+		{"only the Backend methods", coreOnly{sim.New()}, false},
+		{"only the Backend methods, under Counting", &devicetest.Counting{Backend: coreOnly{sim.New()}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := device.New(tc.backend)
+			_, total, memErr := r.MemoryInfo(ctx, 0)
+			ran := false
+			doErr := r.Do(ctx, 0, func() error { ran = true; return nil })
+			classified := r.ReportDriverCode(1, "cuLaunchKernel", 700)
+			if !tc.capable {
+				assert.ErrorIs(t, memErr, device.ErrNotSupported)
+				assert.ErrorIs(t, doErr, device.ErrNotSupported)
+				assert.False(t, ran)
+				assert.Equal(t, "unclassified", classified.Name)
+				assert.False(t, r.AnyLost())
+				return
+			}
+			require.NoError(t, memErr)
+			assert.NotZero(t, total)
+			require.NoError(t, doErr)
+			assert.True(t, ran)
+			assert.Equal(t, "CUDA_ERROR_ILLEGAL_ADDRESS", classified.Name)
+			assert.True(t, r.AnyLost(), "a sticky code loses the device")
+		})
+	}
+}
+
+// coreOnly hides every optional interface of the Backend it holds.
+type coreOnly struct{ b device.Backend }
+
+func (c coreOnly) Name() string                            { return c.b.Name() }
+func (c coreOnly) Init(ctx context.Context) error          { return c.b.Init(ctx) }
+func (c coreOnly) DriverVersion() (int, error)             { return c.b.DriverVersion() }
+func (c coreOnly) Count() (int, error)                     { return c.b.Count() }
+func (c coreOnly) Device(ordinal int) (device.Info, error) { return c.b.Device(ordinal) }

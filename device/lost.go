@@ -43,7 +43,7 @@ type lostDevices struct {
 // classified error, for the server's log.
 func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) *DriverError {
 	var de *DriverError
-	if c, ok := r.Backend().(ErrorClassifier); ok {
+	if c, ok := capability[ErrorClassifier](r.Backend()); ok {
 		de = c.DriverError(op, code)
 	} else {
 		de = &DriverError{Backend: r.Name(), Op: op, Code: code, Name: "unclassified"}

@@ -12,7 +12,9 @@ import (
 // can prove what touched the driver and how often. It implements
 // device.GeneratorBackend whatever it wraps: over a backend without
 // generators, NewGenerator returns an error wrapping device.ErrNotSupported.
-// It is safe for concurrent use.
+// Its Unwrap lets a Runtime reach the wrapped backend's other optional
+// interfaces (MemoryInfo, Do, error classification), which it does not
+// count. It is safe for concurrent use.
 type Counting struct {
 	device.Backend
 	initCalls, versionCalls, countCalls, deviceCalls, generatorCalls atomic.Int64
@@ -33,6 +35,9 @@ func (c *Counting) Calls() Calls {
 	return Calls{Init: c.initCalls.Load(), DriverVersion: c.versionCalls.Load(), Count: c.countCalls.Load(),
 		Device: c.deviceCalls.Load(), NewGenerator: c.generatorCalls.Load()}
 }
+
+// Unwrap returns the wrapped Backend.
+func (c *Counting) Unwrap() device.Backend { return c.Backend }
 
 // Init counts, then calls the wrapped Init.
 func (c *Counting) Init(ctx context.Context) error {
