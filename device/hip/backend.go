@@ -59,6 +59,12 @@ func (*Backend) Init(ctx context.Context) error {
 	return runtime.err
 }
 
+// withNoDeviceHints prefixes a no-device error's hint with what is wrong with
+// /dev/kfd and which variable hides every GPU, if either.
+func withNoDeviceHints(err error) error {
+	return drivercodes.WithVisibilityHint(drivercodes.WithKFDHint(err), drivercodes.HIPVisibility)
+}
+
 func initRuntime(ctx context.Context) error {
 	lib, err := loadRuntime()
 	if err != nil {
@@ -66,7 +72,7 @@ func initRuntime(ctx context.Context) error {
 	}
 	runtime.lib = lib
 	if err := check("hipInit", hipInit()); err != nil {
-		return drivercodes.WithVisibilityHint(drivercodes.WithKFDHint(err), drivercodes.HIPVisibility)
+		return withNoDeviceHints(err)
 	}
 	var r int
 	if runtime.driverVersion, r = driverGetVersion(); r != 0 {
@@ -78,9 +84,14 @@ func initRuntime(ctx context.Context) error {
 			Message: fmt.Sprintf("the HIP driver reports %d, this process needs %d", runtime.driverVersion, need),
 			Hint:    "upgrade ROCm (and the amdgpu kernel driver) to the version the server's engine was built for"}
 	}
+	// hipGetDeviceCount answers 100 with a count of 0 where hipInit let a
+	// host without a GPU through; no device is ErrNoDevice either way.
 	n, r := getDeviceCount()
-	if r != 0 && r != 100 {
-		return check("hipGetDeviceCount", r)
+	if r == 0 && n == 0 {
+		r = 100
+	}
+	if err := check("hipGetDeviceCount", r); err != nil {
+		return withNoDeviceHints(err)
 	}
 	runtime.busIDs = make([]string, n)
 	for i := range runtime.busIDs {

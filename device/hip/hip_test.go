@@ -4,11 +4,13 @@ package hip
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,6 +97,11 @@ func TestOverTheFakeRuntime(t *testing.T) {
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", drivercodes.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
 	})
+	t.Run("no device, found by hipGetDeviceCount after hipInit succeeded", func(t *testing.T) {
+		noKFD := t.TempDir()
+		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_DEVICES=0", "GPUINIT_FAKE_HIP_INIT=0",
+			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", drivercodes.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+	})
 	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
 		runChild(t, "TestChildMemory", env...)
 	})
@@ -169,7 +176,8 @@ func TestChildNoDevice(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrNoDevice)
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, 101, de.Code, "ROCm before 6.2 reports a missing /dev/kfd as 101")
+	assert.Equal(t, cmp.Or(os.Getenv("WANT_OP"), "hipInit"), de.Op)
+	assert.Equal(t, cmp.Or(os.Getenv("WANT_CODE"), "101"), strconv.Itoa(de.Code), "ROCm before 6.2 reports a missing /dev/kfd as 101")
 	assert.Contains(t, de.Hint, "kfd: the amdgpu kernel driver is not loaded")
 	assert.Contains(t, de.Hint, `ROCR_VISIBLE_DEVICES="-1" hides every device`)
 }

@@ -6,7 +6,8 @@
 //
 //   GPUINIT_FAKE_HIP_LOG      append one line per call to this file
 //   GPUINIT_FAKE_HIP_DEVICES  number of devices, 0..2 (default 2)
-//   GPUINIT_FAKE_HIP_INIT     the hipError_t hipInit returns (default 0)
+//   GPUINIT_FAKE_HIP_INIT     the hipError_t hipInit returns (default 0, or 100
+//                             with no device)
 //   GPUINIT_FAKE_HIP_VERSION  what hipDriverGetVersion reports (default 60241134, ROCm 6.2)
 //
 // Define GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId to leave that function out.
@@ -50,8 +51,9 @@ static hipError_t enter(const char *call) {
 hipError_t hipInit(unsigned int flags) {
 	logcall("hipInit");
 	if (flags) return 1;
-	hipError_t r = envint("GPUINIT_FAKE_HIP_INIT", 0);
-	if (r == 0 && ndevices() == 0) r = 100;
+	// With no device hipInit answers 100, unless the test sets 0 to have it
+	// succeed and leave the news to hipGetDeviceCount.
+	hipError_t r = envint("GPUINIT_FAKE_HIP_INIT", ndevices() == 0 ? 100 : 0);
 	if (r == 0) initialized = 1;
 	return r;
 }
