@@ -30,10 +30,25 @@ type LostDevice struct {
 
 // lostDevices is the Runtime's record of reported errors.
 type lostDevices struct {
-	count  atomic.Int32 // len(lost), read without the lock by readiness checks
-	mu     sync.Mutex   // protects following fields
-	lost   map[int]LostDevice
-	counts map[int]int64 // non-sticky errors reported, by ordinal
+	// devices is the lost devices by ordinal, never modified once stored:
+	// readiness checks read it without a lock. Writers hold mu.
+	devices atomic.Pointer[[]LostDevice]
+	mu      sync.Mutex    // protects counts, and serializes writers of devices
+	counts  map[int]int64 // non-sticky errors reported, by ordinal
+}
+
+// list returns the lost devices, sorted by ordinal; the caller must not
+// modify it.
+func (l *lostDevices) list() []LostDevice {
+	if p := l.devices.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// has reports whether device ordinal is lost.
+func (l *lostDevices) has(ordinal int) bool {
+	return slices.ContainsFunc(l.list(), func(d LostDevice) bool { return d.Ordinal == ordinal })
 }
 
 // ReportDriverCode records a raw driver code that the server's engine got
@@ -59,13 +74,13 @@ func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) *DriverErro
 // blocks on initialization and never calls into the backend.
 func (r *Runtime) ReportError(ordinal int, err error) (lost bool) {
 	if err == nil {
-		return r.isLost(ordinal)
+		return r.lost.has(ordinal)
 	}
 	var de *DriverError
 	sticky := errors.As(err, &de) && de.Sticky
 	r.lost.mu.Lock()
 	defer r.lost.mu.Unlock()
-	if _, already := r.lost.lost[ordinal]; already {
+	if r.lost.has(ordinal) {
 		return true
 	}
 	if !sticky {
@@ -75,32 +90,21 @@ func (r *Runtime) ReportError(ordinal int, err error) (lost bool) {
 		r.lost.counts[ordinal]++
 		return false
 	}
-	if r.lost.lost == nil {
-		r.lost.lost = map[int]LostDevice{}
-	}
-	r.lost.lost[ordinal] = LostDevice{Ordinal: ordinal, Err: de, At: time.Now()}
-	r.lost.count.Add(1)
+	devices := append(slices.Clone(r.lost.list()), LostDevice{Ordinal: ordinal, Err: de, At: time.Now()})
+	slices.SortFunc(devices, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
+	r.lost.devices.Store(&devices)
 	return true
 }
 
-// Lost lists the devices lost so far, by ordinal. It takes a short lock and
-// never touches the backend.
-func (r *Runtime) Lost() []LostDevice {
-	if r.lost.count.Load() == 0 {
-		return nil
-	}
-	r.lost.mu.Lock()
-	defer r.lost.mu.Unlock()
-	out := make([]LostDevice, 0, len(r.lost.lost))
-	for _, l := range r.lost.lost {
-		out = append(out, l)
-	}
-	slices.SortFunc(out, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
-	return out
-}
+// Lost lists the devices lost so far, by ordinal, in a slice of the caller's.
+// It takes no lock and never touches the backend.
+func (r *Runtime) Lost() []LostDevice { return slices.Clone(r.lost.list()) }
+
+// LostCount reports how many devices are lost, without a lock or allocation.
+func (r *Runtime) LostCount() int { return len(r.lost.list()) }
 
 // AnyLost reports whether any device is lost, without a lock or allocation.
-func (r *Runtime) AnyLost() bool { return r.lost.count.Load() > 0 }
+func (r *Runtime) AnyLost() bool { return r.LostCount() > 0 }
 
 // ErrorCounts reports how many non-sticky errors were reported per device.
 func (r *Runtime) ErrorCounts() map[int]int64 {
@@ -111,16 +115,6 @@ func (r *Runtime) ErrorCounts() map[int]int64 {
 		out[k] = v
 	}
 	return out
-}
-
-func (r *Runtime) isLost(ordinal int) bool {
-	if r.lost.count.Load() == 0 {
-		return false
-	}
-	r.lost.mu.Lock()
-	defer r.lost.mu.Unlock()
-	_, lost := r.lost.lost[ordinal]
-	return lost
 }
 
 // Error says which device was lost, when, and the driver's error; a

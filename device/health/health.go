@@ -161,8 +161,9 @@ func probeHandler(check func() (bool, string), body []byte) http.Handler {
 // Readiness reports whether the Runtime can serve now, and if not, why. With
 // auto-init (the default) the first call starts Init in the background. It
 // never blocks.
-func (h *Health) Readiness() (ready bool, reason string) {
-	state := h.observe(true)
+func (h *Health) Readiness() (ready bool, reason string) { return h.readiness(h.observe(true)) }
+
+func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
 	switch state {
 	case lazy.Ready:
 		if !h.rt.AnyLost() {
@@ -182,8 +183,10 @@ func (h *Health) Readiness() (ready bool, reason string) {
 
 // Liveness reports whether the process can still become or stay useful, and
 // if not, why. It reads the Runtime's state only.
-func (h *Health) Liveness() (live bool, reason string) {
-	switch h.observe(false) {
+func (h *Health) Liveness() (live bool, reason string) { return h.liveness(h.observe(false)) }
+
+func (h *Health) liveness(state lazy.State) (live bool, reason string) {
+	switch state {
 	case lazy.Failed:
 		return false, "initialization failed, for good: only a restart helps: " + h.rt.Err().Error()
 	case lazy.Initializing:

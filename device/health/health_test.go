@@ -236,11 +236,22 @@ func TestCloseAndTheFirstProbeAgree(t *testing.T) {
 func TestLiveAndReadyAllocateNothingOnAReadyRuntime(t *testing.T) {
 	rt := device.New(sim.New())
 	require.NoError(t, rt.Init(context.Background()))
-	h := health.New(rt)
+	var logs bytes.Buffer // probes run on this goroutine only
+	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	defer h.Close()
 	for name, check := range map[string]func() (bool, string){"live": h.Liveness, "ready": h.Readiness} {
 		ok, _ := check()
 		require.True(t, ok, name)
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { check() }), name)
 	}
+	// A lost device fails readiness, whose reason names it; liveness, which
+	// stays true without WithRestartOnDeviceLoss, still allocates nothing.
+	rt.ReportDriverCode(1, "cuLaunchKernel", 700)
+	ok, _ := h.Readiness()
+	require.False(t, ok)
+	ok, _ = h.Liveness()
+	require.True(t, ok)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { h.Liveness() }), "live, with a device lost")
+	h.Readiness()
+	assert.Equal(t, 1, strings.Count(logs.String(), "gpuinit: device lost"), "the loss is logged once:\n%s", logs.String())
 }

@@ -9,17 +9,22 @@ import (
 )
 
 // observe reads the Runtime's state and logs a change since the last one it
-// saw. With snapshot, it also takes the snapshot once initialization has
-// finished; liveness does not, since that reads the backend's versions.
+// saw, once: states only move forward, so a probe that read an older state
+// than another logs nothing. With snapshot, it also takes the snapshot once
+// initialization has finished; liveness does not, since that reads the
+// backend's versions.
 func (h *Health) observe(snapshot bool) lazy.State {
 	state := h.rt.State()
-	if old := lazy.State(h.observed.Load()); old != state && h.observed.CompareAndSwap(int32(old), int32(state)) {
-		h.logChange(state)
+	for old := h.observed.Load(); lazy.State(old) < state; old = h.observed.Load() {
+		if h.observed.CompareAndSwap(old, int32(state)) {
+			h.logChange(state)
+			break
+		}
 	}
-	if h.rt.AnyLost() {
-		if lost := h.rt.Lost(); h.lost.Load() < int32(len(lost)) {
-			h.lost.Store(int32(len(lost)))
+	for old := h.lost.Load(); int(old) < h.rt.LostCount(); old = h.lost.Load() {
+		if lost := h.rt.Lost(); h.lost.CompareAndSwap(old, int32(len(lost))) {
 			h.log().Error("gpuinit: device lost", "lost", lostReason(lost))
+			break
 		}
 	}
 	if snapshot && (state == lazy.Ready || state == lazy.Failed) && h.snap.Load() == nil {

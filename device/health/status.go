@@ -11,7 +11,8 @@ import (
 // once, when initialization finished), lost devices with their errors, the
 // initialization's timeline (what it runs now and for how long, while it
 // runs), and its failure (code, name, hint, and the call site of failed queued
-// work). It answers 200 whatever the state, and never blocks.
+// work). It answers 200 whatever the state, and never blocks; with auto-init
+// (the default) it starts Init as readiness does, since it reports readiness.
 func (h *Health) Status() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -24,9 +25,11 @@ func (h *Health) Status() http.Handler {
 
 // Snapshot is the status Status serves.
 func (h *Health) Snapshot() Status {
-	ready, readyReason := h.Readiness()
-	live, liveReason := h.Liveness()
-	s := Status{Schema: StatusSchema, State: h.rt.State().String(), Ready: ready, Live: live,
+	// One read of the state, so that state, ready and live agree.
+	state := h.observe(true)
+	ready, readyReason := h.readiness(state)
+	live, liveReason := h.liveness(state)
+	s := Status{Schema: StatusSchema, State: state.String(), Ready: ready, Live: live,
 		Backend: h.rt.Name(), Devices: []Device{}, ErrorsReported: h.rt.ErrorCounts()}
 	switch {
 	case !live:
