@@ -78,10 +78,11 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		// Only the driver's own errors say something about the device; a
-		// cancelled request or a failed initialization does not.
+		// cancelled request or a failed initialization does not. health logs
+		// a loss, once.
 		var de *device.DriverError
-		if errors.As(err, &de) && s.rt.ReportError(ordinal, de) {
-			s.log.Error("device lost", "device", ordinal, "err", err)
+		if errors.As(err, &de) {
+			s.rt.ReportError(ordinal, de)
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -106,6 +107,11 @@ func drawParams(r *http.Request) (ordinal, n int, err error) {
 }
 
 func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
+	// Wait for the GPU before taking the lock, so that a draw waits for a
+	// slow init no longer than its own request, not behind another's.
+	if err := s.rt.Init(ctx); err != nil {
+		return drawResult{}, err
+	}
 	s.drawMu.Lock()
 	defer s.drawMu.Unlock()
 	st, err := s.gens.State(ctx, ordinal)

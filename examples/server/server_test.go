@@ -16,6 +16,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,4 +101,29 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	d = slices.Clone(d)
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[len(d)/2], d[len(d)*99/100]
+}
+
+// TestADrawWaitsForInitNoLongerThanItsRequest: while one draw waits for a
+// slow init, another whose request ends sooner is answered when it ends.
+func TestADrawWaitsForInitNoLongerThanItsRequest(t *testing.T) {
+	const initDelay = 2 * time.Second
+	srv, err := newServer(device.New(sim.New(sim.WithInitDelay(initDelay))), 42, quietLogger())
+	require.NoError(t, err)
+	defer srv.Close()
+	handler := srv.Handler()
+	draw := func(ctx context.Context) int {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/draw?n=4", nil))
+		return w.Code
+	}
+	first := make(chan int, 1)
+	go func() { first <- draw(context.Background()) }()
+	require.Eventually(t, func() bool { return srv.rt.State() == lazy.Initializing }, 10*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // let the first draw reach its wait
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	assert.Equal(t, http.StatusServiceUnavailable, draw(ctx))
+	assert.Less(t, time.Since(start), initDelay/2, "the second draw waited past its own deadline")
+	assert.Equal(t, http.StatusOK, <-first, "the first draw is served once init finishes")
 }
