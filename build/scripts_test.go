@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -47,25 +48,14 @@ func TestCheckGPUBackendsFailsACgolessBuild(t *testing.T) {
 	assert.Equal(t, 0, code, out)
 }
 
-// fakeLibrary compiles one of the repository's fake driver libraries.
-func fakeLibrary(t *testing.T, dir, source, soname string) string {
-	t.Helper()
-	out := filepath.Join(dir, soname)
-	msg, err := exec.Command("cc", "-shared", "-fPIC", "-Wl,-soname,"+soname, "-o", out,
-		filepath.Join("..", "internal", "fakedriver", "csrc", source), "-lpthread", "-ldl").CombinedOutput()
-	require.NoError(t, err, "%s", msg)
-	return out
-}
-
 // TestGPUSmokeFailsOnAnySkipOrFailure runs the GPU host's smoke test over
 // fake and simulated hosts: it passes only where every check ran and passed.
 func TestGPUSmokeFailsOnAnySkipOrFailure(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler for the fake drivers")
-	}
+	// The repository's fake drivers, built as its own tests build them ($CC,
+	// -Wall -Werror; the test skips where there is no C compiler).
 	dir := t.TempDir()
-	cuda := fakeLibrary(t, dir, "fakecuda.c", "libcuda.so.1")
-	curand := fakeLibrary(t, dir, "fakecurand.c", "libcurand.so.10")
+	cuda := fakedriver.BuildInto(t, dir, fakedriver.CUDA)
+	curand := fakedriver.BuildInto(t, dir, fakedriver.CURAND)
 	for _, tc := range []struct {
 		name string
 		env  []string

@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,9 +93,13 @@ func daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
 func TestDaemonSetInvariants(t *testing.T) {
 	for _, tc := range []struct {
 		file, image, vendor, taint string
+		// The host device paths it may mount, each of which it must: none
+		// for NVIDIA, whose container runtime provides the devices; those
+		// ROCm opens for AMD.
+		devices []string
 	}{
-		{"daemonset-nvidia.yaml", "gpuinit/gpuprobe:cuda", "10de", "nvidia.com/gpu"},
-		{"daemonset-amd.yaml", "gpuinit/gpuprobe:rocm", "1002", "amd.com/gpu"},
+		{"daemonset-nvidia.yaml", "gpuinit/gpuprobe:cuda", "10de", "nvidia.com/gpu", nil},
+		{"daemonset-amd.yaml", "gpuinit/gpuprobe:rocm", "1002", "amd.com/gpu", []string{"/dev/kfd", "/dev/dri"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			ds := daemonSet(t, tc.file)
@@ -146,19 +151,22 @@ func TestDaemonSetInvariants(t *testing.T) {
 			assert.Contains(t, c.Args, "-prom-file="+prom+"/gpuinit.prom")
 			assert.True(t, slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "-interval=") }))
 
+			// Only the devices it needs, for either vendor.
+			for _, d := range tc.devices {
+				mountOf(t, ds, d)
+			}
+			for _, v := range spec.Volumes {
+				if v.HostPath != nil && strings.HasPrefix(path.Clean(v.HostPath.Path), "/dev") {
+					assert.Contains(t, tc.devices, path.Clean(v.HostPath.Path), "volume %s mounts a host device path it does not need", v.Name)
+				}
+			}
+
 			if tc.vendor == "10de" {
 				require.NotNil(t, spec.RuntimeClassName)
 				assert.Equal(t, "nvidia", *spec.RuntimeClassName)
 				assert.Contains(t, c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
 			} else {
-				// Only the devices ROCm needs, through the video and render groups.
-				mountOf(t, ds, "/dev/kfd")
-				mountOf(t, ds, "/dev/dri")
-				for _, v := range spec.Volumes {
-					if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, "/dev") {
-						assert.Contains(t, []string{"/dev/kfd", "/dev/dri"}, v.HostPath.Path)
-					}
-				}
+				// ROCm's device nodes are opened through the video and render groups.
 				assert.Subset(t, spec.SecurityContext.SupplementalGroups, []int64{44, 109}, "video and render")
 			}
 		})

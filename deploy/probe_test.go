@@ -2,10 +2,12 @@ package deploy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -16,14 +18,50 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// The repository's gpuprobe, built once for the tests that run it, on first
+// use, into a directory TestMain removes.
+var (
+	gpuprobeDir  string
+	gpuprobeOnce sync.Once
+	gpuprobeBin  string
+	gpuprobeErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpuprobe-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gpuprobeDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gpuprobe returns the path of the shared gpuprobe binary, failing t if it
+// does not build. Tests only run it; none may change it.
+func gpuprobe(t *testing.T) string {
+	t.Helper()
+	gpuprobeOnce.Do(func() {
+		bin := filepath.Join(gpuprobeDir, "gpuprobe")
+		out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe").CombinedOutput()
+		if err != nil {
+			gpuprobeErr = fmt.Errorf("go build ./cmd/gpuprobe: %w\n%s", err, out)
+			return
+		}
+		gpuprobeBin = bin
+	})
+	require.NoError(t, gpuprobeErr)
+	return gpuprobeBin
+}
+
 // TestGpuprobeLabelsAndMetricsAreValid runs gpuprobe on sim, then checks its
 // NFD labels with Kubernetes' own validation and its metrics with
 // Prometheus's own text parser, against its JSON report of the same run.
 func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gpuprobe")
-	out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := gpuprobe(t)
 	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
 	cmd := exec.Command(bin, "-backend", "sim", "-json", "-nfd-file", nfd, "-prom-file", prom)
 	stdout, err := cmd.Output()
@@ -101,16 +139,14 @@ func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 // TestDaemonSetArgsAreGpuprobeFlags parses each DaemonSet's arguments with
 // gpuprobe itself: an unknown or misspelled flag exits 2, -h after valid ones 0.
 func TestDaemonSetArgsAreGpuprobeFlags(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gpuprobe")
-	out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := gpuprobe(t)
 	for _, file := range []string{"daemonset-nvidia.yaml", "daemonset-amd.yaml"} {
 		ds := daemonSet(t, file)
 		args := append(append([]string{"-require-gpu", "-backend", "sim"}, ds.Spec.Template.Spec.Containers[0].Args...), "-h")
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		assert.NoError(t, err, "%s: gpuprobe %v:\n%s", file, args, out)
 	}
-	out, err = exec.Command(bin, "-intervall=10m", "-h").CombinedOutput()
+	out, err := exec.Command(bin, "-intervall=10m", "-h").CombinedOutput()
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, "%s", out)
 	assert.Equal(t, 2, exitErr.ExitCode(), "a misspelled flag is caught")
