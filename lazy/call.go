@@ -35,7 +35,7 @@ func (i *Initializer) queueOrRun(ctx context.Context, depth int, fn Func) error 
 	case Failed:
 		return i.refusal
 	case Initializing:
-		if i.reentrant(ctx) {
+		if i.reentrant(ctx, "Call") {
 			return fn(ctx)
 		}
 	}
@@ -71,9 +71,10 @@ func (e *notRunError) Unwrap() error { return e.err }
 // a context that carries this Initializer's marker, or from the goroutine that
 // runs init and the queue. Only meaningful while Initializing; it costs about a
 // microsecond when the context carries no marker. It calls ctx.Value, so it
-// must never run under the mutex.
-func (i *Initializer) reentrant(ctx context.Context) bool {
-	if ctx != nil && ctx.Value(markerKey{i}) != nil {
+// must never run under the mutex; op names the caller's method for the panic
+// of a Context that cannot answer.
+func (i *Initializer) reentrant(ctx context.Context, op string) bool {
+	if ctx != nil && contextValue(ctx, markerKey{i}, op) != nil {
 		return true
 	}
 	return i.workerID.Load() == currentGoroutineID()
@@ -82,14 +83,22 @@ func (i *Initializer) reentrant(ctx context.Context) bool {
 // markerKey marks a context as belonging to one Initializer's initialization.
 type markerKey struct{ i *Initializer }
 
-// contextErr is ctx.Err(), with a clear panic for a Context that cannot answer:
-// a struct that embeds a nil Context panics with a bare nil dereference. It runs
-// before Init takes the mutex, so such a panic leaves nothing held.
-func contextErr(ctx context.Context) error {
-	defer func() {
-		if v := recover(); v != nil {
-			panic(fmt.Sprintf("lazy: Init: the Context's Err method panicked (a struct embedding a nil Context?): %v", v))
-		}
-	}()
+// contextErr and contextValue are ctx.Err() and ctx.Value(key), with a clear
+// panic for a Context that cannot answer: a struct that embeds a nil Context
+// panics with a bare nil dereference. They run before the mutex is taken, so
+// such a panic leaves nothing held.
+func contextErr(ctx context.Context, op string) error {
+	defer repanicContext(op, "Err")
 	return ctx.Err()
+}
+
+func contextValue(ctx context.Context, key any, op string) any {
+	defer repanicContext(op, "Value")
+	return ctx.Value(key)
+}
+
+func repanicContext(op, method string) {
+	if v := recover(); v != nil {
+		panic(fmt.Sprintf("lazy: %s: the Context's %s method panicked (a struct embedding a nil Context?): %v", op, method, v))
+	}
 }

@@ -56,31 +56,56 @@ func doorScenarios() map[string]func() error {
 		},
 		"door/nil-context": func() error {
 			//lint:ignore SA1012 a nil Context is the case under test
-			return panicsAtTheDoor(nil)
+			return panicsAtTheDoor(nil, "Init", false)
 		},
 		"door/embedded-nil-context": func() error {
-			return panicsAtTheDoor(struct{ context.Context }{})
+			return panicsAtTheDoor(struct{ context.Context }{}, "Init", false)
+		},
+		"door/embedded-nil-context-init-while-initializing": func() error {
+			return panicsAtTheDoor(struct{ context.Context }{}, "Init", true)
+		},
+		"door/embedded-nil-context-call-while-initializing": func() error {
+			return panicsAtTheDoor(struct{ context.Context }{}, "Call", true)
 		},
 	}
 }
 
-// panicsAtTheDoor checks that Init(ctx) panics with a message that says what
-// is wrong, and that the Initializer still works afterwards: nothing was left
-// held.
-func panicsAtTheDoor(ctx context.Context) error {
-	i := New(nil)
+// panicsAtTheDoor checks that Init(ctx), or Call(ctx, f) for op "Call",
+// panics with a message that names op and says what is wrong, and that the
+// Initializer still works afterwards: nothing was left held. With
+// initializing, the call comes while another caller's init runs.
+func panicsAtTheDoor(ctx context.Context, op string, initializing bool) error {
+	release := make(chan struct{})
+	i := New(func(context.Context) error { <-release; return nil })
+	first := make(chan error, 1)
+	if initializing {
+		go func() { first <- i.Init(context.Background()) }()
+		for i.State() != Initializing {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	msg := func() (v any) {
 		defer func() { v = recover() }()
-		_ = i.Init(ctx)
+		if op == "Call" {
+			_ = i.Call(ctx, func(context.Context) error { return nil })
+		} else {
+			_ = i.Init(ctx)
+		}
 		return nil
 	}()
 	s, _ := msg.(string)
-	if !strings.Contains(s, "lazy: Init") || !strings.Contains(s, "Context") {
-		return fmt.Errorf("Init(%#v) panicked with %v, want a message about the Context", ctx, msg)
+	if !strings.Contains(s, "lazy: "+op) || !strings.Contains(s, "Context") {
+		return fmt.Errorf("%s(%#v) panicked with %v, want a message about the Context", op, ctx, msg)
 	}
 	var ran atomic.Int32
 	if err := i.Call(context.Background(), func(context.Context) error { ran.Add(1); return nil }); err != nil {
 		return err
+	}
+	close(release)
+	if initializing {
+		if err := <-first; err != nil {
+			return err
+		}
 	}
 	return expect(i.Init(context.Background()), nil, ran.Load() == 1, "the Initializer works after the panic")
 }

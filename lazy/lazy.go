@@ -176,20 +176,26 @@ func (i *Initializer) Init(ctx context.Context) error {
 	if ctx == nil {
 		panic("lazy: Init called with a nil Context; use context.Background() or context.TODO()")
 	}
-	switch State(i.state.Load()) {
+	state := State(i.state.Load())
+	switch state {
 	case Ready:
 		return nil
 	case Failed:
 		return i.err
 	case Initializing:
-		if i.reentrant(ctx) {
+		if i.reentrant(ctx, "Init") {
 			if i.phase.Load() == phaseInit {
 				return ErrReentrantInit
 			}
 			return nil
 		}
 	}
-	ctxErr := contextErr(ctx)
+	// Only an Initializer seen Uninitialized can start under the lock below,
+	// which is when ctx's error decides; states only move forward.
+	var ctxErr error
+	if state == Uninitialized {
+		ctxErr = contextErr(ctx, "Init")
+	}
 	i.lock()
 	if State(i.state.Load()) == Uninitialized {
 		if ctxErr != nil {
