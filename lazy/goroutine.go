@@ -30,15 +30,7 @@ func currentGoroutineID() uint64 {
 // its stack trace. Go offers no cheaper way; it runs only for a Call made
 // directly by a go statement.
 func goStatementSite() string {
-	buf := make([]byte, 8<<10)
-	for {
-		n := runtime.Stack(buf, false)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	buf := stacks(false)
 	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
 	for k, line := range lines {
 		fn, ok := strings.CutPrefix(line, "created by ")
@@ -51,4 +43,17 @@ func goStatementSite() string {
 		return filepath.Base(where) + " go statement in " + fn
 	}
 	return "unknown call site (a go statement)"
+}
+
+// stacks is runtime.Stack's whole output: the calling goroutine's, or with all
+// every goroutine's.
+func stacks(all bool) []byte {
+	buf := make([]byte, 8<<10)
+	for {
+		n := runtime.Stack(buf, all)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

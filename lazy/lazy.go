@@ -265,7 +265,7 @@ func (i *Initializer) CallDepth(ctx context.Context, depth int, fn Func) error {
 func (i *Initializer) run(parent context.Context) {
 	i.workerID.Store(currentGoroutineID())
 	ctx := context.WithValue(context.WithoutCancel(parent), markerKey{i}, true)
-	wd := newWatchdog(&i.options)
+	wd := newWatchdog(&i.options, &i.running)
 	var cur *entry
 	var err error
 	// step runs e. If e calls runtime.Goexit, step never returns and err stays
@@ -284,10 +284,6 @@ func (i *Initializer) run(parent context.Context) {
 			i.fail(cur, err)
 		}
 	}()
-	// The watchdog never delays the result: stop does not wait for a warning
-	// being written (a slow or blocked slog.Handler is the handler's problem,
-	// not the initialization's).
-
 	if i.init != nil && !step(&entry{fn: i.init, isInit: true}) {
 		return
 	}
@@ -295,20 +291,16 @@ func (i *Initializer) run(parent context.Context) {
 	for {
 		i.lock()
 		if i.head == len(i.queue) {
-			i.unlock()
-			// Stop the watchdog's timer before anyone can see Ready, so that it
-			// cannot warn about a finished initialization.
+			// Stop the watchdog before anyone can see Ready, so that it starts
+			// no new warning. stop takes only the watchdog's own mutex and
+			// waits for no warning being written, so it may run under mu.
 			wd.stop()
-			i.lock()
-			if i.head == len(i.queue) {
-				i.queue, i.head = nil, 0
-				i.finished.Store(time.Now().UnixNano())
-				i.state.Store(int32(Ready))
-				close(i.done)
-				i.unlock()
-				return
-			}
-			wd.restart()
+			i.queue, i.head = nil, 0
+			i.finished.Store(time.Now().UnixNano())
+			i.state.Store(int32(Ready))
+			close(i.done)
+			i.unlock()
+			return
 		}
 		next := i.queue[i.head]
 		i.queue[i.head] = nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -23,8 +22,8 @@ import (
 type watchdog struct {
 	threshold time.Duration
 	opts      *options
-	cur       atomic.Pointer[entry] // the function running now; nil between functions
-	logPanic  sync.Once             // reports the first panic of the logger
+	running   *atomic.Pointer[entry] // the Initializer's: the function running now, nil between functions
+	logPanic  sync.Once              // reports the first panic of the logger
 
 	mu      sync.Mutex // protects following fields
 	timer   *time.Timer
@@ -32,8 +31,8 @@ type watchdog struct {
 	logged  *entry // the last function warned about
 }
 
-func newWatchdog(o *options) *watchdog {
-	w := &watchdog{threshold: o.threshold(), opts: o}
+func newWatchdog(o *options, running *atomic.Pointer[entry]) *watchdog {
+	w := &watchdog{threshold: o.threshold(), opts: o, running: running}
 	if w.threshold > 0 {
 		w.timer = time.AfterFunc(w.threshold, w.check)
 	}
@@ -43,10 +42,6 @@ func newWatchdog(o *options) *watchdog {
 // run runs e under the watchdog and turns a panic into a *PanicError. A
 // runtime.Goexit passes through: the caller's deferred code handles it.
 func (w *watchdog) run(ctx context.Context, e *entry) (err error) {
-	if w.timer != nil {
-		w.cur.Store(e)
-		defer w.cur.Store(nil)
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
@@ -67,7 +62,7 @@ func (w *watchdog) check() {
 	next := w.threshold
 	var slow *entry
 	var elapsed time.Duration
-	if e := w.cur.Load(); e != nil && e != w.logged {
+	if e := w.running.Load(); e != nil && e != w.logged {
 		elapsed = time.Since(e.start)
 		if elapsed >= w.threshold {
 			slow, w.logged = e, e
@@ -100,7 +95,7 @@ func (w *watchdog) warn(slow *entry, elapsed time.Duration) {
 		"site", slow.site(),
 		"elapsed", elapsed,
 		"threshold", w.threshold,
-		"goroutines", string(allStacks()))
+		"goroutines", string(stacks(true)))
 }
 
 // reportLoggerPanic says once that the watchdog's logger panicked: through
@@ -119,7 +114,8 @@ func reportLoggerPanic(failed *slog.Logger, v any) {
 	fmt.Fprintln(os.Stderr, msg)
 }
 
-// stop stops the timer. A warning being written goes on, and is not waited for.
+// stop stops the timer for good. A warning being written goes on, and is not
+// waited for: the watchdog never delays the result.
 func (w *watchdog) stop() {
 	if w.timer == nil {
 		return
@@ -128,26 +124,4 @@ func (w *watchdog) stop() {
 	w.stopped = true
 	w.timer.Stop()
 	w.mu.Unlock()
-}
-
-// restart undoes stop, for functions queued after the queue looked empty.
-func (w *watchdog) restart() {
-	if w.timer == nil {
-		return
-	}
-	w.mu.Lock()
-	w.stopped = false
-	w.timer.Reset(w.threshold)
-	w.mu.Unlock()
-}
-
-func allStacks() []byte {
-	buf := make([]byte, 64<<10)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return buf[:n]
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }

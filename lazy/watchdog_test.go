@@ -151,6 +151,9 @@ func TestWatchdogLoggerThatPanicsIsRecoveredAndReportedOnce(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, i.Call(ctx, slowUntil(2))) // a second slow function: a second panic
 	require.NoError(t, i.Init(ctx), "the process survives and Init succeeds")
+	// The report is written on the timer's goroutine, after the panic that
+	// let the slow function end: it may still be on its way.
+	require.Eventually(t, func() bool { return reports.len() > 0 }, 10*time.Second, time.Millisecond, "the panic is reported")
 	recs := reports.records(t)
 	assert.Equal(t, int32(2), calls.Load(), "the handler panicked for each slow function")
 	require.Len(t, recs, 1, "reported once")
