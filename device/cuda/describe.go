@@ -35,13 +35,18 @@ func describe(ordinal int) (device.Info, error) {
 		return device.Info{}, check("cuDeviceTotalMem_v2", r)
 	}
 	var bus, slot, domain, integrated int
-	for attr, dst := range map[int]*int{
-		attrComputeCapabilityMajor: &info.ComputeMajor, attrComputeCapabilityMinor: &info.ComputeMinor,
-		attrMultiprocessorCount: &info.Multiprocessors, attrIntegrated: &integrated,
-		attrPCIBusID: &bus, attrPCIDeviceID: &slot, attrPCIDomainID: &domain,
+	// In a fixed order, so that the calls, and the attribute a failure names,
+	// are the same on every run.
+	for _, a := range [...]struct {
+		attr int
+		dst  *int
+	}{
+		{attrComputeCapabilityMajor, &info.ComputeMajor}, {attrComputeCapabilityMinor, &info.ComputeMinor},
+		{attrMultiprocessorCount, &info.Multiprocessors}, {attrIntegrated, &integrated},
+		{attrPCIBusID, &bus}, {attrPCIDeviceID, &slot}, {attrPCIDomainID, &domain},
 	} {
-		if *dst, r = api.deviceGetAttribute(attr, dev); r != 0 {
-			return device.Info{}, check(fmt.Sprintf("cuDeviceGetAttribute(%d)", attr), r)
+		if *a.dst, r = api.deviceGetAttribute(a.attr, dev); r != 0 {
+			return device.Info{}, check(fmt.Sprintf("cuDeviceGetAttribute(%d)", a.attr), r)
 		}
 	}
 	info.Integrated = integrated != 0
