@@ -64,8 +64,9 @@ func (r *Runtime) withDriverFloors(ctx context.Context) context.Context {
 // backend, or one whose backend ignores the floor, reaches no check there.
 // This one holds for every Runtime and backend.
 func (r *Runtime) checkDriverFloor(b Backend) error {
+	name := b.Name() // the backend's code, so not under the lock
 	r.floor.mu.Lock()
-	need := r.floor.versions[b.Name()]
+	need := r.floor.versions[name]
 	r.floor.mu.Unlock()
 	if need == 0 {
 		return nil

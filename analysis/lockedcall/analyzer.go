@@ -185,7 +185,7 @@ func (c *checker) touchesLocks(fn *ssa.Function) bool {
 			if op, _ := lockOpOf(common); op != notLockOp {
 				return true
 			}
-			if callee, ok := common.Value.(*ssa.Function); ok && callee.Parent() == nil && callee != fn {
+			if callee := staticTopLevel(common); callee != nil && callee != fn {
 				if len(c.effectsOf(callee)) > 0 {
 					return true
 				}

@@ -28,7 +28,7 @@
 //     first out, so fn runs before the unlock;
 //   - for v := range seq over an iterator seq from outside, reported at the
 //     for; the loop body, which the iterator calls, is checked as running under
-//     the lock;
+//     the lock, whatever the iterator (a package-level iterator function too);
 //   - a call of a local closure that calls such a value while the caller's lock
 //     is still held, reported where the closure is called, naming what it calls;
 //   - with -interfaces, a method call on an interface value that is a
@@ -46,6 +46,8 @@
 // access path from a parameter, a package variable or a local: o.mu,
 // registry.mu, s.Mutex. A deferred Unlock keeps the mutex held to the end of the
 // function; a deferred Lock (mu.Unlock(); defer mu.Lock()) takes it back there.
+// The same holds for a deferred call of a locking helper or of a local closure:
+// what it does to mutexes happens when the function returns.
 //
 // A function that returns, on every path, with a mutex reached from one of its
 // parameters or from a package variable locked, or with such a mutex of its

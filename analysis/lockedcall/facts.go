@@ -98,47 +98,33 @@ func effectsFromExit(fn *ssa.Function, exit *lockState) []LockEffect {
 }
 
 func newEffect(p lockPath, release, read, isMethod bool) LockEffect {
-	e := LockEffect{
+	return LockEffect{
 		Release:  release,
 		Read:     read,
 		Param:    p.param,
 		Receiver: isMethod && p.param == 0,
 		Global:   p.global,
 		Steps:    p.steps,
+		PkgName:  p.globalPkg,
 		Name:     p.name,
 	}
-	if p.global != "" {
-		e.PkgName = p.globalPkg
-	}
-	return e
 }
 
-// applyEffects replays a callee's effects on the caller's state at a call site.
-func (c *checker) applyEffects(effects []LockEffect, args []ssa.Value, ctx *funcCtx, st *lockState) {
-	for _, e := range effects {
-		var p lockPath
-		switch {
-		case e.Param >= 0 && e.Param < len(args):
-			p = c.pathOf(args[e.Param], ctx)
-		case e.Param < 0:
-			dot := strings.LastIndexByte(e.Global, '.')
-			root := e.Global[dot+1:]
-			if e.Global[:dot] != c.pass.Pkg.Path() {
-				root = e.PkgName + "." + root
-			}
-			p = lockPath{key: "g:" + e.Global, name: root, portable: true, param: -1, global: e.Global, globalPkg: e.PkgName}
-		default:
-			continue
-		}
-		for _, step := range e.Steps {
-			p = p.extend(step, true)
-		}
-		if e.Release {
-			st.release(p)
-		} else {
-			st.acquire(p, p.name, e.Read)
-		}
+// effectPath returns the caller's path to the mutex of a callee's effect at a
+// call with args; ok is false when the effect names a parameter the call lacks.
+func (c *checker) effectPath(e LockEffect, args []ssa.Value, ctx *funcCtx) (p lockPath, ok bool) {
+	switch {
+	case e.Param >= 0 && e.Param < len(args):
+		p = c.pathOf(args[e.Param], ctx)
+	case e.Param < 0:
+		p = c.globalPath(e.Global, e.PkgName)
+	default:
+		return lockPath{}, false
 	}
+	for _, step := range e.Steps {
+		p = p.extend(step, true)
+	}
+	return p, true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

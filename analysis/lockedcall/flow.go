@@ -29,6 +29,8 @@ type pendingLock struct {
 	path lockPath
 	name string
 	read bool
+	// somePaths is true for a deferred closure that locks on some paths only.
+	somePaths bool
 }
 
 type memoKey struct {
@@ -130,11 +132,22 @@ func (f *flow) returning(st *lockState) *lockState {
 		}
 	}
 	for key, t := range f.relockAtReturn {
-		if _, wasCallers := out.released[key]; wasCallers {
-			delete(out.released, key) // given back as found
+		if r, wasCallers := out.released[key]; wasCallers {
+			if t.somePaths {
+				r.must = false // given back on some paths only
+				out.released[key] = r
+			} else {
+				delete(out.released, key) // given back as found
+			}
 			continue
 		}
+		_, wasHeld := out.held[key]
 		out.acquire(t.path, t.name, t.read)
+		if t.somePaths && !wasHeld {
+			h := out.held[key]
+			h.must = false
+			out.held[key] = h
+		}
 	}
 	return out
 }
@@ -148,20 +161,18 @@ func (f *flow) report(fd finding) {
 // call applies a call to st and records it if it runs outside code under a
 // lock. It returns the state after the call.
 func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lockState {
-	if op, lockValue := lockOpOf(common); op != notLockOp {
-		f.lockOp(op, lockValue, common, site, st)
+	// A range-over-func loop first: its iterator may be a static function,
+	// but its body is analyzed nowhere else.
+	if yield := rangeYield(common); yield != nil {
+		f.rangeOverFunc(common, yield, site, st)
+		return st
+	}
+	if actions, ok := f.lockActions(common); ok {
+		f.applyNow(actions, site, st)
 		return st
 	}
 	if common.IsInvoke() {
 		f.interfaceCall(common, st, callUnderLock)
-		return st
-	}
-	if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
-		f.c.applyEffects(f.c.effectsOf(fn), common.Args, f.ctx, st)
-		return st
-	}
-	if yield := rangeYield(common); yield != nil {
-		f.rangeOverFunc(common, yield, site, st)
 		return st
 	}
 	target := f.c.classify(common.Value, f.ctx)
@@ -176,20 +187,6 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 		return st
 	}
 	return exit
-}
-
-func (f *flow) lockOp(op lockOp, lockValue ssa.Value, common *ssa.CallCommon, site *ssa.Call, st *lockState) {
-	p := f.c.pathOf(lockValue, f.ctx)
-	switch op {
-	case opLock, opRLock:
-		st.acquire(p, f.c.lockName(common, p), op == opRLock)
-	case opUnlock, opRUnlock:
-		st.release(p)
-	case opTryLock, opTryRLock:
-		if site != nil {
-			f.tries[site] = pendingLock{path: p, name: f.c.lockName(common, p), read: op == opTryRLock}
-		}
-	}
 }
 
 // interfaceCall records, under -interfaces, a method call on an interface

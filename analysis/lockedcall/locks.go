@@ -174,21 +174,25 @@ func (c *checker) pathOfDepth(v ssa.Value, ctx *funcCtx, depth int) lockPath {
 			return c.pathOfDepth(ctx.bindings[i], ctx.parent, depth+1)
 		}
 	case *ssa.Global:
-		name := v.Name()
-		if v.Pkg != nil && v.Pkg.Pkg != c.pass.Pkg {
-			name = v.Pkg.Pkg.Name() + "." + name
+		if v.Pkg == nil {
+			return c.globalPath(v.Name(), "")
 		}
-		key := "g:" + v.Name()
-		if v.Pkg != nil {
-			key = "g:" + v.Pkg.Pkg.Path() + "." + v.Name()
-		}
-		p := lockPath{key: key, name: name, portable: true, param: -1, global: strings.TrimPrefix(key, "g:")}
-		if v.Pkg != nil {
-			p.globalPkg = v.Pkg.Pkg.Name()
-		}
-		return p
+		return c.globalPath(v.Pkg.Pkg.Path()+"."+v.Name(), v.Pkg.Pkg.Name())
 	}
 	return c.opaqueRoot(v)
+}
+
+// globalPath is the path of the package variable global ("import/path.name")
+// of the package named pkgName; its name is qualified outside that package.
+func (c *checker) globalPath(global, pkgName string) lockPath {
+	name := global
+	if dot := strings.LastIndexByte(global, '.'); dot >= 0 {
+		name = global[dot+1:]
+		if global[:dot] != c.pass.Pkg.Path() {
+			name = pkgName + "." + name
+		}
+	}
+	return lockPath{key: "g:" + global, name: name, portable: true, param: -1, global: global, globalPkg: pkgName}
 }
 
 // maxPathDepth bounds the walks over values, which can cycle through phis and

@@ -84,7 +84,7 @@ func rangeYield(common *ssa.CallCommon) *ssa.MakeClosure {
 		return nil
 	}
 	mc, ok := common.Args[0].(*ssa.MakeClosure)
-	if !ok || mc.Fn.(*ssa.Function).Synthetic != "range-over-func yield" {
+	if !ok || mc.Fn.(*ssa.Function).Synthetic != rangeYieldSynthetic {
 		return nil
 	}
 	return mc
@@ -111,37 +111,24 @@ func (f *flow) rangeOverFunc(common *ssa.CallCommon, yield *ssa.MakeClosure, sit
 	if f.reporting {
 		f.findings = append(f.findings, res.findings...)
 	}
+	// A static iterator's own lock effects hold after the loop.
+	if actions, ok := f.lockActions(common); ok {
+		f.applyNow(actions, nil, st)
+	}
 }
 
 // deferCall handles a defer statement. A deferred unlock keeps the mutex held
 // to the end of the function; a deferred call of outside code registered after
-// it runs first, under the mutex.
+// it runs first, under the mutex. What a deferred call does to mutexes (a lock
+// operation, a helper's effects, a closure's) happens at return.
 func (f *flow) deferCall(d *ssa.Defer, st *lockState) {
 	common := d.Common()
-	if op, lockValue := lockOpOf(common); op != notLockOp {
-		p := f.c.pathOf(lockValue, f.ctx)
-		switch op {
-		case opUnlock, opRUnlock:
-			st.deferRelease(p)
-		case opLock, opRLock:
-			f.relockAtReturn[p.key] = pendingLock{path: p, name: f.c.lockName(common, p), read: op == opRLock}
-		}
+	if actions, ok := f.lockActions(common); ok {
+		f.atReturn(actions, st)
 		return
 	}
 	if common.IsInvoke() {
 		f.interfaceCall(common, st, deferBeforeUnlock)
-		return
-	}
-	if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
-		for _, e := range f.c.effectsOf(fn) {
-			if e.Release {
-				released := newLockState()
-				f.c.applyEffects([]LockEffect{e}, common.Args, f.ctx, released)
-				for _, r := range released.released {
-					st.deferRelease(r.path)
-				}
-			}
-		}
 		return
 	}
 	pending := st.deferredLocks()
@@ -158,12 +145,7 @@ func (f *flow) deferCall(d *ssa.Defer, st *lockState) {
 		f.report(finding{kind: deferBeforeUnlock, pos: common.Pos(), inner: inner, locks: inner.locks})
 	}
 	if exit != nil {
-		// What the deferred closure releases stays held until it runs.
-		for key, h := range st.held {
-			if _, still := exit.held[key]; !still {
-				st.deferRelease(h.path)
-			}
-		}
+		f.atReturn(exitActions(st, exit), st)
 	}
 }
 

@@ -71,14 +71,15 @@ func (s *lockState) release(p lockPath) {
 }
 
 // deferRelease records that a deferred call will release the mutex at p when
-// the function returns. The mutex stays held until then.
-func (s *lockState) deferRelease(p lockPath) {
+// the function returns (on every path if must). The mutex stays held until
+// then.
+func (s *lockState) deferRelease(p lockPath, must bool) {
 	if h, ok := s.held[p.key]; ok {
 		h.deferred = true
 		s.held[p.key] = h
 		return
 	}
-	s.released[p.key] = releasedLock{path: p, must: true}
+	s.released[p.key] = releasedLock{path: p, must: must}
 }
 
 // deferredLocks returns the held mutexes that a deferred call will release.

@@ -289,14 +289,16 @@ func (c *checker) closureIsSelfContained(ref closureRef, depth int) bool {
 				}
 				continue
 			}
-			if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
-				continue
-			}
+			// A range-over-func loop before static calls: its body is part of
+			// the closure even when the iterator is a static function.
 			if yield := rangeYield(common); yield != nil {
 				body := closureRef{fn: yield.Fn.(*ssa.Function), bindings: yield.Bindings, ctx: ctx}
 				if !c.isVisibleCode(common.Value, ctx, depth+1) || !c.closureIsSelfContained(body, depth+1) {
 					return false
 				}
+				continue
+			}
+			if staticTopLevel(common) != nil {
 				continue
 			}
 			if !c.isVisibleCode(common.Value, ctx, depth+1) {

@@ -107,3 +107,58 @@ func (i *Initializer) RunNested(fn func()) {
 	fn() // want `call of fn \(a parameter\) while i.mu is held`
 	i.unlock()
 }
+
+// NestedHelper takes the lock back through a deferred helper: no net effect,
+// no fact.
+func (i *Initializer) NestedHelper(fn func()) {
+	i.mu.Unlock()
+	defer i.lock()
+	fn()
+}
+
+func (i *Initializer) RunNestedHelper(fn func()) {
+	i.lock()
+	i.NestedHelper(fn)
+	fn() // want `call of fn \(a parameter\) while i.mu is held`
+	i.unlock()
+}
+
+// NestedClosure takes the lock back in a deferred closure: no fact either.
+func (i *Initializer) NestedClosure(fn func()) {
+	i.mu.Unlock()
+	defer func() { i.mu.Lock() }()
+	fn()
+}
+
+func (i *Initializer) RunNestedClosure(fn func()) {
+	i.lock()
+	i.NestedClosure(fn)
+	fn() // want `call of fn \(a parameter\) while i.mu is held`
+	i.unlock()
+}
+
+// lockLater returns holding the lock, which a deferred helper takes.
+func (i *Initializer) lockLater() { // want lockLater:"acquires receiver field mu"
+	defer i.lock()
+}
+
+// unlockLater releases the caller's lock in a deferred closure.
+func (i *Initializer) unlockLater() { // want unlockLater:"releases receiver field mu"
+	defer func() { i.mu.Unlock() }()
+}
+
+func (i *Initializer) LaterHelpers(fn func()) {
+	i.lockLater()
+	fn() // want `call of fn \(a parameter\) while i.mu is held`
+	i.unlockLater()
+	fn()
+}
+
+// maybeLockLater locks in a deferred closure on some paths only: no fact.
+func (i *Initializer) maybeLockLater(again bool) {
+	defer func() {
+		if again {
+			i.mu.Lock()
+		}
+	}()
+}
