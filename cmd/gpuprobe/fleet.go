@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
 )
 
 // The fleet outputs: a Node Feature Discovery local-source feature file, whose
@@ -28,12 +30,12 @@ func (r report) verdict() string {
 		return "unavailable"
 	case r.ExitCode == exitOK:
 		return "ok"
-	case r.Error != nil && r.Error.Kind == "hang":
-		return "hang"
+	case r.Error != nil && r.Error.Kind == string(hangcheck.Hang):
+		return string(hangcheck.Hang)
 	}
 	for _, s := range r.Scenarios {
-		if s.Verdict == "hang" {
-			return "hang"
+		if s.Verdict == string(hangcheck.Hang) {
+			return string(hangcheck.Hang)
 		}
 	}
 	return "failed"
@@ -130,14 +132,12 @@ func writeAtomically(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// writeFleetFiles writes the files cfg asks for, from r.
-func writeFleetFiles(cfg config, r report, now time.Time) error {
-	ttl := time.Hour
-	if cfg.interval > 0 {
-		// Three rounds, and never less than one round's longest run, so that a
-		// slow or hung round does not let the labels lapse.
-		ttl = max(3*cfg.interval, cfg.interval+roundLimit(cfg))
-	}
+// oneShotTTL is how long the labels of a single run (no -interval) last.
+const oneShotTTL = time.Hour
+
+// writeFleetFiles writes the files cfg asks for, from r; the labels expire
+// ttl after now.
+func writeFleetFiles(cfg config, r report, now time.Time, ttl time.Duration) error {
 	if cfg.nfdFile != "" {
 		if err := writeAtomically(cfg.nfdFile, nfdFeatures(r, now, ttl)); err != nil {
 			return fmt.Errorf("writing the NFD feature file: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,12 +35,18 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
+	before := time.Now()
 	r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-nfd-file", nfd, "-prom-file", prom)
+	after := time.Now()
 	require.Equal(t, exitOK, r.code, r.stderr)
 	rep := decode(t, r)
 	features, err := os.ReadFile(nfd)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^# \+expiry-time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, string(features))
+	m := regexp.MustCompile(`(?m)^# \+expiry-time=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$`).FindStringSubmatch(string(features))
+	require.NotNil(t, m, "an expiry directive:\n%s", features)
+	expiry, err := time.Parse(time.RFC3339, m[1])
+	require.NoError(t, err)
+	assert.WithinRange(t, expiry, before.Add(oneShotTTL).Truncate(time.Second), after.Add(oneShotTTL), "a single run's labels expire an hour on")
 	assert.Equal(t, map[string]string{
 		"gpuinit.io/probe": "ok", "gpuinit.io/backend": rep.Backend, "gpuinit.io/driver-version": "12020",
 		"gpuinit.io/devices": "2", "gpuinit.io/arch.sm_90": "true", "gpuinit.io/rng": rep.RNG.Verdict,

@@ -232,5 +232,3 @@ func trimError(stderr string) string {
 	}
 	return s
 }
-
-func containsDeadlock(stderr string) bool { return strings.Contains(stderr, runtimeDeadlock) }

@@ -25,20 +25,24 @@ const envRoundEnvFile = "GPUPROBE_TEST_ROUND_ENV"
 // driver that broke since the last round is seen, and a failing round writes
 // its failure instead of leaving the last good verdict in place. It returns 0
 // when a signal ends the loop.
-func runRounds(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
+func runRounds(ctx context.Context, cfg config, scenarios int, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "gpuprobe: cannot find its own executable:", err)
 		return exitFailed
 	}
+	limit := roundLimit(cfg.timeout, scenarios)
+	// Labels last three rounds, and never less than one round's longest run,
+	// so that a slow or hung round does not let them lapse.
+	ttl := max(3*cfg.interval, cfg.interval+limit)
 	for round := 1; ; round++ {
 		start := time.Now()
-		rep := probeRound(ctx, cfg, self)
+		rep := probeRound(ctx, cfg, self, limit)
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "gpuprobe: stopped during round %d\n", round)
 			return exitOK
 		}
-		if err := writeFleetFiles(cfg, rep, start); err != nil {
+		if err := writeFleetFiles(cfg, rep, start, ttl); err != nil {
 			fmt.Fprintln(stderr, "gpuprobe:", err)
 		}
 		fmt.Fprintf(stderr, "gpuprobe: round %d: %s (exit %d)\n", round, rep.verdict(), rep.ExitCode)
@@ -56,7 +60,7 @@ func runRounds(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 
 // probeRound runs one probe in a child and returns its report; a child that
 // gives none is a failed round, with the reason.
-func probeRound(ctx context.Context, cfg config, self string) report {
+func probeRound(ctx context.Context, cfg config, self string, limit time.Duration) report {
 	args := []string{"-json", "-backend", cfg.backend, "-timeout", cfg.timeout.String(),
 		"-scenario", cfg.scenario, "-discipline", cfg.discipline}
 	if cfg.requireGPU {
@@ -64,7 +68,7 @@ func probeRound(ctx context.Context, cfg config, self string) report {
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), roundEnv()...)
-	r, err := hangcheck.Run(ctx, cmd, roundLimit(cfg))
+	r, err := hangcheck.Run(ctx, cmd, limit)
 	var rep report
 	if err == nil && json.Unmarshal([]byte(r.Stdout), &rep) == nil && rep.Schema == schema {
 		return rep
@@ -74,16 +78,20 @@ func probeRound(ctx context.Context, cfg config, self string) report {
 	case err != nil:
 		rep.Error = &errorInfo{Message: "the round could not run: " + err.Error()}
 	case r.Verdict == hangcheck.Hang:
-		rep.Error = &errorInfo{Kind: "hang", Message: "the round's probe did not finish"}
+		rep.Error = &errorInfo{Kind: string(hangcheck.Hang), Message: "the round's probe did not finish"}
 	default:
 		rep.Error = &errorInfo{Message: "the round's probe gave no report: " + trimError(r.Stderr)}
 	}
 	return rep
 }
 
-// roundLimit bounds one round: the child times out its own init and
-// scenarios (in up to parallelChildren at a time), and this bounds the rest.
-func roundLimit(cfg config) time.Duration { return 3*cfg.timeout + time.Minute }
+// roundLimit bounds one round: the child times out its own init, then its
+// scenarios, parallelChildren at a time, each batch within timeout; a minute
+// more bounds the rest.
+func roundLimit(timeout time.Duration, scenarios int) time.Duration {
+	batches := (scenarios + parallelChildren - 1) / parallelChildren
+	return time.Duration(1+batches)*timeout + time.Minute
+}
 
 // roundEnv reads the test hook's file, if set.
 func roundEnv() []string {
