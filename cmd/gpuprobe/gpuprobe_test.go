@@ -6,27 +6,26 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) { childtest.Main(m) }
 
 // buildProbe builds the real binary once per test run: the scenarios run in
 // children that re-execute it, so testing run() in-process would not do.
 func buildProbe(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gpuprobe")
-	args := []string{"build", "-o", bin}
+	var args []string
 	if tags := os.Getenv("GPUPROBE_TEST_TAGS"); tags != "" { // e.g. cudalink
 		args = append(args, "-tags", tags)
 	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	return childtest.Binary(t, args...)
 }
 
 type probeResult struct {

@@ -9,25 +9,24 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) { childtest.Main(m) }
 
 // startServer builds and starts the example on a free port with env, and
 // returns its base URL and the process.
 func startServer(t *testing.T, env []string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "server")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(childtest.Binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
