@@ -172,7 +172,7 @@ func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
 		return false, lostReason(h.rt.Lost())
 	case lazy.Uninitialized:
 		if h.autoInit && h.startInit() {
-			return false, "initializing: this probe started it"
+			return false, "initializing: a probe started it"
 		}
 		return false, "not initialized: nothing has used the GPU yet, and probes do not start it"
 	case lazy.Initializing:

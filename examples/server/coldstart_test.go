@@ -25,9 +25,10 @@ import (
 // start must keep while the GPU initializes.
 const readyBound = 100 * time.Millisecond
 
-// TestColdStart sends a thousand requests at a server whose GPU takes 300 ms
-// to initialize, all before it has: readiness and status answer at once,
-// draws wait for the GPU, and the driver is initialized once.
+// TestColdStart sends a thousand requests, and 100 liveness requests as a
+// control, at a server whose GPU takes 300 ms to initialize, all before it
+// has: readiness and status answer at once, draws wait for the GPU, and the
+// driver is initialized once.
 //
 // Liveness requests in the same burst never touch init, so they measure the
 // machine: in every burst, readiness's p99 at the client must keep pace with
@@ -99,8 +100,8 @@ type answer struct {
 	err     error
 }
 
-// runColdStart starts a cold server over real TCP, opens a thousand
-// connections with liveness requests, then sends 250 readiness, 250 status,
+// runColdStart starts a cold server over real TCP, opens a connection per
+// request with liveness requests, then sends 250 readiness, 250 status,
 // 500 draw and 100 liveness requests at once. It asserts what must hold in
 // every burst and returns the timings.
 func runColdStart(t *testing.T) coldStart {
