@@ -403,3 +403,19 @@ func (c coreOnly) Init(ctx context.Context) error          { return c.b.Init(ctx
 func (c coreOnly) DriverVersion() (int, error)             { return c.b.DriverVersion() }
 func (c coreOnly) Count() (int, error)                     { return c.b.Count() }
 func (c coreOnly) Device(ordinal int) (device.Info, error) { return c.b.Device(ordinal) }
+
+func TestVisibilityReportsTheSettingsAtInitInACopy(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "1,0")
+	t.Setenv("HIP_VISIBLE_DEVICES", "")
+	r := device.New(sim.New())
+	assert.Nil(t, r.Visibility(), "nothing before Init")
+	require.NoError(t, r.Init(context.Background()))
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
+	v := r.Visibility()
+	assert.Equal(t, "1,0", v["CUDA_VISIBLE_DEVICES"], "the value when the Runtime initialized")
+	value, set := v["HIP_VISIBLE_DEVICES"]
+	assert.True(t, set, "an empty value is reported: it hides every device")
+	assert.Empty(t, value)
+	v["CUDA_VISIBLE_DEVICES"] = "changed by the caller"
+	assert.Equal(t, "1,0", r.Visibility()["CUDA_VISIBLE_DEVICES"], "the caller's map is a copy")
+}

@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 )
 
@@ -45,12 +46,12 @@ var VisibilityVariables = []string{
 
 // Visibility reports the VisibilityVariables that were set when the Runtime
 // initialized, with their values (an empty value is reported: it hides every
-// device), or nil before initialization. Ordinals stay the driver's, which
-// are what the server passes back to it; these say how the driver numbered
-// them.
+// device), in a map of the caller's, or nil before initialization. Ordinals
+// stay the driver's, which are what the server passes back to it; these say
+// how the driver numbered them.
 func (r *Runtime) Visibility() map[string]string {
 	if v := r.visibility.Load(); v != nil {
-		return *v
+		return maps.Clone(*v)
 	}
 	return nil
 }

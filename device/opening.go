@@ -43,16 +43,16 @@ func openBackend(name string) (Backend, error) {
 		registry.opened[name] = o
 		registry.mu.Unlock()
 		finishOpening(name, o, open)
-		registry.mu.Lock()
+	} else {
+		registry.mu.Unlock()
 	}
-	registry.mu.Unlock()
 	<-o.done
 	return o.b, o.err
 }
 
 // finishOpening calls the opener and releases o's waiters whatever happens,
-// runtime.Goexit included: the deferred code sees o.err still set to
-// errOpenerExited then.
+// runtime.Goexit included: the deferred code then sees o.err still set to the
+// error that says so.
 func finishOpening(name string, o *opening, open func() (Backend, error)) {
 	defer func() {
 		registry.mu.Lock()

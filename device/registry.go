@@ -53,7 +53,8 @@ func isGPU(name string) bool { return slices.Contains(AutoOrder(), name) }
 
 // Register makes a backend available to Open under name. Backends call it from
 // an init function. open is called at most once per process with success (at
-// Open, or for GPU backends at the first Init), never with a lock held; it must
+// Open, or for GPU backends at the first Init, or at the first DriverVersion
+// or RuntimeVersion of a Runtime opened by name), never with a lock held; it must
 // not call Open for its own name. Register panics if name is empty or "auto",
 // if open is nil, or if name is already registered, as database/sql.Register
 // does: these are programming errors, found at start-up.

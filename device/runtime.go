@@ -1,7 +1,8 @@
 // Package device is gpuinit's backend-neutral GPU runtime. Open returns the one
 // Runtime of a backend (cuda, hip, sim, or auto: the first GPU backend that
-// works) without touching the driver; the first Init, DeviceCount or Device
-// initializes it, once per process, through package lazy: work queued with
+// works) without touching the driver; the first call that needs the devices
+// (Init, DeviceCount, Device, Devices, MemoryInfo, Do) initializes it, once per
+// process, through package lazy: work queued with
 // LazyCall before then is replayed right after the driver's init, in order, and
 // may re-enter the Runtime without deadlocking. Failures are memoized and carry
 // the driver's raw code, its name and a hint.
@@ -204,6 +205,8 @@ func (r *Runtime) CheckOrdinal(ordinal int) error {
 		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
 	case devices == nil:
 		return fmt.Errorf("%w: %d: the %s runtime is not initialized, so its devices are not known yet", ErrInvalidDevice, ordinal, r.Name())
+	case len(*devices) == 0:
+		return fmt.Errorf("%w: %d: %s has no devices", ErrInvalidDevice, ordinal, r.Name())
 	case ordinal >= len(*devices):
 		n := len(*devices)
 		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)

@@ -76,7 +76,7 @@ func initDriver(ctx context.Context) error {
 			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(need) + " (nvidia-smi shows the CUDA version the driver supports)"}
 	}
 	if err := check("cuInit", api.init()); err != nil {
-		return drivercodes.WithVisibilityHint(err, drivercodes.CUDAVisibility)
+		return drivercodes.WithVisibilityHint(err, drivercodes.CUDAHiding)
 	}
 	n, r := api.deviceGetCount()
 	if err := check("cuDeviceGetCount", r); err != nil {

@@ -62,7 +62,7 @@ func (*Backend) Init(ctx context.Context) error {
 // withNoDeviceHints prefixes a no-device error's hint with what is wrong with
 // /dev/kfd and which variable hides every GPU, if either.
 func withNoDeviceHints(err error) error {
-	return drivercodes.WithVisibilityHint(drivercodes.WithKFDHint(err), drivercodes.HIPVisibility)
+	return drivercodes.WithVisibilityHint(drivercodes.WithKFDHint(err), drivercodes.HIPHiding)
 }
 
 func initRuntime(ctx context.Context) error {

@@ -3,7 +3,6 @@ package drivercodes
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"testing"
 
@@ -25,38 +24,20 @@ func TestHidingSettingsAreNamedInTheNoDeviceHint(t *testing.T) {
 		{"NVIDIA_VISIBLE_DEVICES", "all", false},
 	} {
 		t.Run(fmt.Sprintf("%s=%q", tc.name, tc.value), func(t *testing.T) {
-			for _, v := range CUDAVisibility {
+			for _, v := range CUDAHiding {
 				unsetenv(t, v)
 			}
 			t.Setenv(tc.name, tc.value)
-			err := WithVisibilityHint(CUDA.Error("cuInit", 100, "", ""), CUDAVisibility)
+			err := WithVisibilityHint(CUDA.Error("cuInit", 100, "", ""), CUDAHiding)
 			var de *device.DriverError
 			assert.True(t, errors.As(err, &de))
-			assert.Equal(t, tc.hides, len(Hiding(CUDAVisibility)) > 0)
+			assert.Equal(t, tc.hides, len(Hiding(CUDAHiding)) > 0)
 			if tc.hides {
 				assert.Contains(t, de.Hint, fmt.Sprintf("%s=%q hides every device", tc.name, tc.value))
 			} else {
 				assert.NotContains(t, de.Hint, "hides every device")
 			}
 		})
-	}
-}
-
-func TestKFDProblems(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{nil, ""},
-		{fs.ErrNotExist, "there is no /dev/kfd: the amdgpu kernel driver is not loaded"},
-		{fs.ErrPermission, "add the user to the render and video groups"},
-	} {
-		got := kfdProblemAt("/dev/kfd", func(string) error { return tc.err })
-		if tc.want == "" {
-			assert.Empty(t, got)
-		} else {
-			assert.Contains(t, got, tc.want)
-		}
 	}
 }
 
@@ -67,4 +48,14 @@ func unsetenv(t *testing.T, name string) {
 	if err := os.Unsetenv(name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestOrderingVariablesHideNothing(t *testing.T) {
+	t.Setenv("CUDA_DEVICE_ORDER", "")
+	t.Setenv("HSA_OVERRIDE_GFX_VERSION", "")
+	for _, v := range append(CUDAHiding, HIPHiding...) {
+		unsetenv(t, v)
+	}
+	assert.Empty(t, Hiding(CUDAHiding))
+	assert.Empty(t, Hiding(HIPHiding))
 }

@@ -7,11 +7,14 @@
 //
 // KFD nodes are not numbered like HIP ordinals, and a container sees every GPU
 // of the host there, so nodes are matched to devices by PCI bus id, never by
-// index. HSA_OVERRIDE_GFX_VERSION is applied as HIP applies it.
+// index. HSA_OVERRIDE_GFX_VERSION is applied as HIP applies it. Problem says
+// what keeps a process from opening /dev/kfd, the commonest reason ROCm finds
+// no GPU.
 package kfd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,4 +177,38 @@ func readUint(path string) (uint64, error) {
 		return 0, fmt.Errorf("kfd: %s: %w", path, err)
 	}
 	return v, nil
+}
+
+// EnvDevRoot moves /dev, for tests and for containers that mount device nodes
+// elsewhere.
+const EnvDevRoot = "GPUINIT_DEV_ROOT"
+
+// Problem says what is wrong with /dev/kfd, the device node every ROCm
+// process opens, or "" when it can be opened.
+func Problem() string {
+	root := strings.TrimSpace(os.Getenv(EnvDevRoot))
+	if root == "" {
+		root = "/dev"
+	}
+	return problemAt(root+"/kfd", func(path string) error {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	})
+}
+
+// problemAt is Problem for the device node at path, opened with open.
+func problemAt(path string, open func(string) error) string {
+	err := open(path)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, os.ErrNotExist):
+		return "there is no " + path + ": the amdgpu kernel driver is not loaded (modprobe amdgpu; check dmesg), or the container was started without --device=/dev/kfd --device=/dev/dri"
+	case errors.Is(err, os.ErrPermission):
+		return path + " exists but this user cannot open it: add the user to the render and video groups (in a container, --group-add render --group-add video)"
+	}
+	return "opening " + path + ": " + err.Error()
 }

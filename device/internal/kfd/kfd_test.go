@@ -2,6 +2,7 @@ package kfd
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,4 +78,22 @@ func TestVRAM(t *testing.T) {
 	assert.Equal(t, uint64(1073741824), used)
 	_, _, err = VRAM(root, "0000:03:00.0")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestKFDProblems(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fs.ErrNotExist, "there is no /dev/kfd: the amdgpu kernel driver is not loaded"},
+		{fs.ErrPermission, "add the user to the render and video groups"},
+	} {
+		got := problemAt("/dev/kfd", func(string) error { return tc.err })
+		if tc.want == "" {
+			assert.Empty(t, got)
+		} else {
+			assert.Contains(t, got, tc.want)
+		}
+	}
 }
