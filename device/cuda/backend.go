@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -67,6 +68,11 @@ func initDriver(ctx context.Context) error {
 	driver.lib = lib
 	v, r := api.driverGetVersion()
 	if err := check("cuDriverGetVersion", r); err != nil {
+		// The toolkit's stub answers 34 to its first call, this one: name the
+		// file loaded, since that is what to fix.
+		if de := (*device.DriverError)(nil); r == 34 && errors.As(err, &de) && lib.Path != "" {
+			de.Message += " (loaded " + lib.Path + ")"
+		}
 		return err
 	}
 	driver.version = v
@@ -152,23 +158,15 @@ func checkOrdinal(op string, ordinal int) error {
 // *device.DriverError with the driver's own name and description where it
 // has them, and the table's sentinel and hint.
 func check(op string, r result) error {
-	switch r {
-	case 0:
+	if r == 0 {
 		return nil
-	case notLoaded:
-		return &device.DriverError{Backend: "cuda", Op: op, Sentinel: device.ErrDriverMismatch,
-			Message: driver.lib.Path + " lacks a function " + op + " needs",
-			Hint:    "upgrade the NVIDIA driver"}
 	}
 	name, desc := errorStrings(r)
-	e := drivercodes.CUDA.Error(op, r, name, desc)
-	if r == 34 && driver.lib.Path != "" {
-		e.Message += " (loaded " + driver.lib.Path + ")"
-	}
-	return e
+	return drivercodes.CUDA.Error(op, r, name, desc)
 }
 
-// notLoaded is what shim.h's helpers return for a function dlsym did not find.
+// notLoaded is what shim.h's UUID helpers return when the driver has neither
+// UUID call; no other call returns it.
 const notLoaded = -1
 
 // codeError is the table's error for code, without asking the driver.

@@ -58,7 +58,8 @@ func BenchmarkLoad(b *testing.B) {
 
 // BenchmarkInit compares the driver calls initialization makes, made raw
 // through the table, with the backend's own initialization and device
-// descriptions, which make the same calls.
+// descriptions, which make the same calls and also load the library (dlopen,
+// and resolving every symbol).
 func BenchmarkInit(b *testing.B) {
 	loadFakes(b)
 	ctx := context.Background()

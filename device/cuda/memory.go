@@ -18,8 +18,8 @@ import (
 // context's last reference between the state check and the retain that finds
 // its handle, that retain recreates it, and the release right after destroys
 // it again. Otherwise the error wraps device.ErrNotSupported and says why. It
-// is safe from many goroutines; after the first call per device it allocates
-// nothing.
+// is safe from many goroutines. Through NVML it allocates nothing after the
+// first call per device; the driver path allocates a few bytes per call.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
 		return 0, 0, err

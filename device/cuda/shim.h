@@ -48,8 +48,9 @@ extern struct gpuinit_cuda gpuinit_cu;
 #define CU(f) gpuinit_cu.f
 #endif
 
-// The helpers return -1 when a function they need was not loaded; the Go side
-// reports that as a driver mismatch naming the function.
+// The UUID helpers return -1 when the driver has none of the calls they use
+// (every other function is required, so dlsym found it at load); the Go side
+// leaves the UUID empty then.
 #define GPUINIT_NOT_LOADED (-1)
 
 static CUresult gpuinit_cuDriverGetVersion(int *v) { return CU(cuDriverGetVersion)(v); }

@@ -152,13 +152,13 @@ func (*Backend) Count() (int, error) {
 	return len(runtime.busIDs), nil
 }
 
-// Device reads one device's name, total memory and PCI bus id from HIP, and
-// its gfx target (Arch, with HSA_OVERRIDE_GFX_VERSION applied), UUID, compute
+// Device reads one device's name and total memory from HIP, takes the PCI bus
+// id Init read, and reads its gfx target (Arch, with HSA_OVERRIDE_GFX_VERSION applied), UUID, compute
 // units and integrated flag from the KFD topology, matched by PCI bus id.
 // ComputeMajor and ComputeMinor stay zero: HIP reports gfx90a as 9.0, which
 // reads as Hopper.
 func (b *Backend) Device(ordinal int) (device.Info, error) {
-	if err := checkOrdinal("hipGetDeviceProperties", ordinal); err != nil {
+	if err := checkOrdinal("Device", ordinal); err != nil {
 		return device.Info{}, err
 	}
 	info := device.Info{Ordinal: ordinal, PCIBusID: runtime.busIDs[ordinal]}

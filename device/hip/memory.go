@@ -15,7 +15,7 @@ import (
 // sysfs has no counters for it, the error wraps device.ErrNotSupported. For an
 // integrated GPU the counters cover its VRAM carve-out, not system memory.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
-	if err := checkOrdinal("hipMemGetInfo", ordinal); err != nil {
+	if err := checkOrdinal("MemoryInfo", ordinal); err != nil {
 		return 0, 0, err
 	}
 	busID := runtime.busIDs[ordinal]

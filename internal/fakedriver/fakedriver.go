@@ -1,7 +1,7 @@
 // Package fakedriver builds fake vendor driver libraries for tests, from C
-// sources kept here, with the system's C compiler: a libcuda.so.1 (and later
-// others) that answers like a host with two GPUs and is strict where the real
-// driver is. With them, the cgo loading and query paths run in CI, where no
+// sources kept here, with the system's C compiler: libcuda, libcurand,
+// libnvidia-ml, libamdhip64 and libhiprand, which answer like a host with two
+// GPUs and are strict where the real libraries are. With them, the cgo loading and query paths run in CI, where no
 // GPU exists. Each library documents the environment variables that set its
 // answers; tests set them in child processes, since a driver once loaded
 // stays loaded.
