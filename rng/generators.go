@@ -94,18 +94,26 @@ func (g *Generators) mutate(ctx context.Context, depth, ordinal int, apply func(
 		return g.rt.CheckOrdinal(ordinal)
 	}
 	return g.rt.LazyCallDepth(ctx, depth+1, func(context.Context) error {
-		d, err := g.device(ordinal)
-		if errors.Is(err, ErrClosed) {
-			return nil // closed since: nothing to apply it to, and no reason to fail the runtime
-		}
-		if err != nil {
-			return err
-		}
-		d.mu.Lock()
-		apply(&d.state)
-		d.mu.Unlock()
-		return nil
+		_, err := g.apply(ordinal, apply)
+		return err
 	})
+}
+
+// apply runs f on ordinal's state under the state's lock, and reports whether
+// it did. Generators closed since the work was queued have nothing to apply
+// it to, and no reason to fail the runtime: that is false and no error.
+func (g *Generators) apply(ordinal int, f func(*State)) (applied bool, err error) {
+	d, err := g.device(ordinal)
+	if errors.Is(err, ErrClosed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	f(&d.state)
+	d.mu.Unlock()
+	return true, nil
 }
 
 // mutateAll is mutate for every device, with apply told which device. check
@@ -125,16 +133,9 @@ func (g *Generators) mutateAll(ctx context.Context, depth int, check func(device
 			return err
 		}
 		for ordinal := range n {
-			d, err := g.device(ordinal)
-			if errors.Is(err, ErrClosed) {
-				return nil
-			}
-			if err != nil {
+			if applied, err := g.apply(ordinal, func(s *State) { apply(ordinal, s) }); !applied {
 				return err
 			}
-			d.mu.Lock()
-			apply(ordinal, &d.state)
-			d.mu.Unlock()
 		}
 		return nil
 	})
