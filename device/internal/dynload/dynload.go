@@ -2,8 +2,9 @@
 // and with the errors the backends share: the file an environment variable
 // names, else a library the process already has (a cgo engine may have loaded
 // one: two copies of a GPU runtime in one process break both), else the
-// dynamic loader's own search (LD_LIBRARY_PATH, the cache), else the usual
-// install directories. It is pure Go: each backend brings its dlopen and dlsym
+// directories the backend prefers (hipRAND next to the libamdhip64 in use),
+// else the dynamic loader's own search (LD_LIBRARY_PATH, the cache), else the
+// usual install directories. It is pure Go: each backend brings its dlopen and dlsym
 // as a Loader, written in its own cgo, so that cgo stays in the backends.
 // Libraries are never closed.
 package dynload
