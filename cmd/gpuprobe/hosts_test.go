@@ -56,8 +56,8 @@ func TestOverTheFakeDrivers(t *testing.T) {
 	wantDevices := []deviceInfo{
 		{Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096, FreeMemory: free(140000000000),
 			UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0", ComputeCapability: "9.0", Multiprocessors: 132},
-		{Ordinal: 1, Name: "Fake NVIDIA A100-SXM4-80GB", Arch: "sm_80", TotalMemory: 85899345920, FreeMemory: free(61203283968),
-			UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", ComputeCapability: "8.0", Multiprocessors: 108},
+		{Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920, FreeMemory: free(61203283968),
+			UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", ComputeCapability: "8.6", Multiprocessors: 108, Integrated: true},
 	}
 	for _, backend := range []string{"cuda", "auto"} {
 		t.Run("-backend "+backend+": both devices exactly, every scenario, RNG match", func(t *testing.T) {

@@ -99,10 +99,10 @@ func TestChildDevices(t *testing.T) {
 		ComputeMajor: 9, Multiprocessors: 132,
 	}, info0, "memory above 4 GiB through cuDeviceTotalMem_v2; UUID bytes read as unsigned")
 	assert.Equal(t, device.Info{
-		Ordinal: 1, Name: "Fake NVIDIA A100-SXM4-80GB", Arch: "sm_80", TotalMemory: 85899345920,
+		Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920,
 		UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0",
-		ComputeMajor: 8, Multiprocessors: 108,
-	}, info1)
+		ComputeMajor: 8, ComputeMinor: 6, Multiprocessors: 108, Integrated: true,
+	}, info1, "each attribute read into its own field")
 	v, err := process.DriverVersion()
 	require.NoError(t, err)
 	assert.Equal(t, 12040, v)

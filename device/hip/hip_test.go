@@ -115,7 +115,8 @@ func TestOverTheFakeRuntime(t *testing.T) {
 				current = append(current, line)
 			}
 		}
-		assert.Equal(t, []string{"current 1", "current 0", "current 1", "current 0"}, current, "Do(1) around Do(0), each restoring")
+		assert.Equal(t, []string{"current 1", "current 0", "current 1", "current 0", "current 1", "current 0"}, current,
+			"Do(1) around Do(0), each restoring; then Do(1) whose fn panics, restoring too")
 	})
 	t.Run("a gfx target the ROCm libraries have no code for", func(t *testing.T) {
 		runChild(t, "TestChildUnsupportedTarget", append(env, "GPUINIT_FAKE_HIPRAND_FAIL=201")...)
@@ -199,6 +200,7 @@ func TestChildDo(t *testing.T) {
 	r := device.New(process)
 	ctx := context.Background()
 	require.NoError(t, r.Do(ctx, 1, func() error { return r.Do(ctx, 0, func() error { return nil }) }))
+	assert.PanicsWithValue(t, "boom", func() { _ = r.Do(ctx, 1, func() error { panic("boom") }) }, "the panic goes on, after the restore")
 }
 
 func TestChildUnsupportedTarget(t *testing.T) {
