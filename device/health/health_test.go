@@ -76,6 +76,25 @@ func TestWithoutAutoInitNothingStarts(t *testing.T) {
 	assert.Zero(t, c.Calls().Total())
 }
 
+// TestProbesNeverReadTheBackend: versions and devices are read once, when a
+// probe first sees initialization finished, and served from there.
+func TestProbesNeverReadTheBackend(t *testing.T) {
+	c := &devicetest.Counting{Backend: sim.New()}
+	rt := device.New(c)
+	require.NoError(t, rt.Init(context.Background()))
+	h := health.New(rt, health.WithoutAutoInit()) // no background Init to race the count
+	defer h.Close()
+	s := status(t, h)
+	require.Equal(t, sim.DriverVersion, s.DriverVersion)
+	read := c.Calls()
+	for range 20 {
+		probe(t, h.Ready())
+		probe(t, h.Live())
+		status(t, h)
+	}
+	assert.Equal(t, read, c.Calls(), "no probe called the backend again")
+}
+
 func TestLiveNeverTouchesTheRuntimeOrBackend(t *testing.T) {
 	c := &devicetest.Counting{Backend: sim.New()}
 	rt := device.New(c)
