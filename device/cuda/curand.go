@@ -75,6 +75,11 @@ func NewHostGenerator() (*Generator, error) {
 type Generator struct {
 	gen C.curandGenerator_t
 	pc  *primaryContext // nil for a host generator
+	// buf is a device generator's device memory for Generate, kept between
+	// calls (cuMemAlloc per draw costs more than the draw) and grown as
+	// needed; bufSize is its size in bytes, 0 before the first Generate.
+	buf     deviceptr
+	bufSize int
 }
 
 // within runs f in the generator's context: on a locked thread with the
@@ -111,21 +116,42 @@ func (g *Generator) Generate(dst []uint32) error {
 	}
 	return g.pc.do(func() error {
 		size := 4 * len(dst)
-		buf, r := memAlloc(size)
-		if err := check("cuMemAlloc_v2", r); err != nil {
+		if size > g.bufSize {
+			if err := g.freeBuffer(); err != nil {
+				return err
+			}
+			buf, r := memAlloc(size)
+			if err := check("cuMemAlloc_v2", r); err != nil {
+				return err
+			}
+			g.buf, g.bufSize = buf, size
+		}
+		if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
 			return err
 		}
-		defer memFree(buf)
-		if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, buf, C.size_t(len(dst)))); err != nil {
-			return err
-		}
-		return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
+		return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
 	})
 }
 
-// Close destroys the generator and releases its context.
+// freeBuffer frees the device buffer, if any; the primary context is current.
+func (g *Generator) freeBuffer() error {
+	if g.bufSize == 0 {
+		return nil
+	}
+	g.bufSize = 0
+	return check("cuMemFree_v2", memFree(g.buf))
+}
+
+// Close frees the device buffer, destroys the generator and releases its
+// context.
 func (g *Generator) Close() error {
-	err := g.within(func() error { return randCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)) })
+	err := g.within(func() error {
+		err := g.freeBuffer()
+		if derr := randCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)); err == nil {
+			err = derr
+		}
+		return err
+	})
 	if g.pc != nil {
 		if rerr := g.pc.release(); err == nil {
 			err = rerr

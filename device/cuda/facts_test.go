@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -197,4 +198,40 @@ func TestChildCatalogue(t *testing.T) {
 		assert.Contains(t, de.Message, "loaded "+os.Getenv(EnvLibrary), "the stub's path is named")
 	}
 	t.Logf("%v", err)
+}
+
+// TestGeneratorKeepsItsDeviceBuffer: Generate allocates device memory only
+// when a draw needs more than it has, and Close frees it.
+func TestGeneratorKeepsItsDeviceBuffer(t *testing.T) {
+	env, log := fake(t, fakedriver.CUDA)
+	require.NoError(t, os.WriteFile(log, nil, 0o644))
+	runChild(t, "TestChildGeneratorBuffer", env...)
+	calls, err := os.ReadFile(log)
+	require.NoError(t, err)
+	var memory []string
+	for _, line := range strings.Split(string(calls), "\n") {
+		if strings.HasPrefix(line, "cuMemAlloc") || strings.HasPrefix(line, "cuMemFree") {
+			memory = append(memory, line)
+		}
+	}
+	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2"}, memory,
+		"16 values three times, then 8, then 32: one buffer, grown once, freed at Close")
+}
+
+func TestChildGeneratorBuffer(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	g, err := process.NewGenerator(0)
+	require.NoError(t, err)
+	require.NoError(t, g.SetSeed(42))
+	var drawn []uint32
+	for _, n := range []int{16, 16, 16, 8, 32} {
+		buf := make([]uint32, n)
+		require.NoError(t, g.Generate(buf))
+		drawn = append(drawn, buf...)
+	}
+	want := make([]uint32, len(drawn))
+	philox.FillCURAND(want, 42, 0)
+	assert.Equal(t, want, drawn, "the reused buffer changes nothing drawn")
+	require.NoError(t, g.Close())
 }

@@ -89,6 +89,19 @@ func TestOverTheFakeRuntime(t *testing.T) {
 		assert.Equal(t, "hipInit", first, "hipInit is the first call into HIP")
 		assert.NotContains(t, string(calls), "implicit-init", "no other call started the runtime")
 	})
+	t.Run("a generator keeps its device buffer until a draw needs more, and Close frees it", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		runChild(t, "TestChildGeneratorBuffer", env...)
+		calls, err := os.ReadFile(log)
+		require.NoError(t, err)
+		var memory []string
+		for _, line := range strings.Split(string(calls), "\n") {
+			if line == "hipMalloc" || line == "hipFree" {
+				memory = append(memory, line)
+			}
+		}
+		assert.Equal(t, []string{"hipMalloc", "hipFree", "hipMalloc", "hipFree"}, memory, "16 values three times, then 8, then 32")
+	})
 	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
 		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
 	})
@@ -193,6 +206,24 @@ func TestChildMemory(t *testing.T) {
 	free, _, err = r.MemoryInfo(ctx, 1)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(51522830336), free)
+}
+
+func TestChildGeneratorBuffer(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	g, err := process.NewGenerator(0)
+	require.NoError(t, err)
+	require.NoError(t, g.SetSeed(42))
+	var drawn []uint32
+	for _, n := range []int{16, 16, 16, 8, 32} {
+		buf := make([]uint32, n)
+		require.NoError(t, g.Generate(buf))
+		drawn = append(drawn, buf...)
+	}
+	want := make([]uint32, len(drawn))
+	philox.FillSequential(want, 42, 0)
+	assert.Equal(t, want, drawn, "the reused buffer changes nothing drawn")
+	require.NoError(t, g.Close())
 }
 
 func TestChildDo(t *testing.T) {

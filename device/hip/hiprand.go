@@ -81,6 +81,11 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 type Generator struct {
 	gen     C.hiprandGenerator_t
 	ordinal int
+	// buf is device memory for Generate, kept between calls (hipMalloc per
+	// draw costs more than the draw) and grown as needed; bufSize is its size
+	// in bytes, 0 before the first Generate.
+	buf     unsafe.Pointer
+	bufSize int
 }
 
 // SetSeed calls hiprandSetPseudoRandomGeneratorSeed.
@@ -102,22 +107,40 @@ func (g *Generator) Generate(dst []uint32) error {
 	}
 	return onDevice(g.ordinal, func() error {
 		size := 4 * len(dst)
-		buf, r := malloc(size)
-		if err := check("hipMalloc", r); err != nil {
+		if size > g.bufSize {
+			if err := g.freeBuffer(); err != nil {
+				return err
+			}
+			buf, r := malloc(size)
+			if err := check("hipMalloc", r); err != nil {
+				return err
+			}
+			g.buf, g.bufSize = buf, size
+		}
+		if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
 			return err
 		}
-		defer free(buf)
-		if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, buf, C.size_t(len(dst)))); err != nil {
-			return err
-		}
-		return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
+		return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
 	})
 }
 
-// Close destroys the generator, on its device.
+// freeBuffer frees the device buffer, if any; the device is current.
+func (g *Generator) freeBuffer() error {
+	if g.bufSize == 0 {
+		return nil
+	}
+	g.bufSize = 0
+	return check("hipFree", free(g.buf))
+}
+
+// Close frees the device buffer and destroys the generator, on its device.
 func (g *Generator) Close() error {
 	return onDevice(g.ordinal, func() error {
-		return randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen))
+		err := g.freeBuffer()
+		if derr := randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen)); err == nil {
+			err = derr
+		}
+		return err
 	})
 }
 
