@@ -306,22 +306,24 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	}
 	out := dst
 	if n != len(dst) {
-		out = make([]uint32, n)
+		out = make([]uint32, n) // the whole last block, of which dst takes the front
 	}
 	if n > 0 {
 		if err := d.gen.Generate(out); err != nil {
 			return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
 		}
 	}
-	copy(dst, out)
+	if n != len(dst) {
+		copy(dst, out)
+	}
 	d.state.Offset += uint64(n)
 	return nil
 }
 
 // Close destroys every device generator the Generators created and refuses
 // later use with ErrClosed. Work queued before Close that runs after it does
-// nothing: it neither applies nor fails the runtime's initialization. Close is safe to call more than once and from many
-// goroutines; only the first call does anything, and it returns the errors of
+// nothing: it neither applies nor fails the runtime's initialization. Close is
+// safe to call more than once and from many goroutines; only the first call does anything, and it returns the errors of
 // the generators that failed to close, joined.
 func (g *Generators) Close() error {
 	g.mu.Lock()
