@@ -126,12 +126,17 @@ func Goroutines(dump string, maxFrames int, mention ...string) string {
 			continue
 		}
 		all := strings.Split(strings.TrimRight(g, "\n"), "\n")
-		lines := all[:1]
-		// A frame is two lines: the function, then its file and line; the
-		// last may be a one-line "created by" or a note.
+		lines := []string{all[0]}
+		// A frame is two lines, the function then its file and line, and so
+		// is "created by"; a note such as "...additional frames elided..." is
+		// one line.
 		kept, dropped := 0, 0
-		for i := 1; i < len(all); i += 2 {
-			frame := all[i:min(i+2, len(all))]
+		for i, size := 1, 0; i < len(all); i += size {
+			size = 2
+			if strings.HasPrefix(all[i], "...") {
+				size = 1
+			}
+			frame := all[i:min(i+size, len(all))]
 			if strings.HasPrefix(frame[0], "runtime.") || strings.HasPrefix(frame[0], "internal/") {
 				continue
 			}

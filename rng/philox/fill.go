@@ -14,7 +14,7 @@ const parallelMin = 1 << 16
 // CURAND_RNG_PSEUDO_PHILOX4_32_10 generator with the default ordering, after
 // curandSetPseudoRandomGeneratorSeed(seed) and curandSetGeneratorOffset(offset).
 // A generator that has already produced n values continues as FillCURAND with
-// offset+n.
+// offset+n, while offset+n fits in 64 bits (past that, see below).
 //
 // cuRAND interleaves 65536 subsequences: value i is word e%4 of
 // Block((lo32(j/65536), hi32(j/65536), j%65536, 0), seed) with e = offset+i and
