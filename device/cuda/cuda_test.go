@@ -3,7 +3,6 @@
 package cuda
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -44,18 +43,18 @@ func child(t *testing.T) {
 // fake builds the fake libcuda.so.1 (from lib) and libcurand.so.10, and
 // returns the environment that loads them and logs the driver's calls, with
 // the log's path.
-func fake(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []string, log string) {
+func fake(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []string, log fakedriver.CallLog) {
 	t.Helper()
 	path := fakedriver.Build(t, lib)
 	curand := fakedriver.Build(t, fakedriver.CURAND)
-	log = filepath.Join(t.TempDir(), "calls.log")
+	log = fakedriver.NewCallLog(t)
 	// A -tags cudalink binary links libcuda and libcurand: the loader's path
 	// is how it gets the fakes.
 	ldPath := filepath.Dir(path) + ":" + filepath.Dir(curand)
 	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
 		ldPath += ":" + old
 	}
-	return append([]string{EnvLibrary + "=" + path, EnvCurandLibrary + "=" + curand, "GPUINIT_FAKE_CUDA_LOG=" + log,
+	return append([]string{EnvLibrary + "=" + path, EnvCurandLibrary + "=" + curand, "GPUINIT_FAKE_CUDA_LOG=" + string(log),
 		"LD_LIBRARY_PATH=" + ldPath}, env...), log
 }
 
@@ -71,11 +70,9 @@ func TestOverTheFakeDriver(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
 	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
 	t.Run("nothing loaded before Init, only the version read before cuInit", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildLaziness", env...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+		lines := log.Lines(t)
 		require.GreaterOrEqual(t, len(lines), 2)
 		assert.Equal(t, []string{"cuDriverGetVersion", "cuInit"}, lines[:2], "the calls before cuInit")
 	})
@@ -116,22 +113,12 @@ func TestChildLaziness(t *testing.T) {
 	_, err = r.DriverVersion()
 	assert.ErrorIs(t, err, device.ErrNotInitialized, "the version is not read before Init")
 	if !linked {
-		assertNoGPULibraryMapped(t)
+		assert.Empty(t, fakedriver.MappedVendorLibraries(t), "mapped before the first Init")
 	}
 	require.NoError(t, r.Init(context.Background()))
 	maps, err := os.ReadFile("/proc/self/maps")
 	require.NoError(t, err)
 	assert.Contains(t, string(maps), os.Getenv(EnvLibrary), "Init loaded the driver")
-}
-
-// assertNoGPULibraryMapped checks /proc/self/maps for every GPU library.
-func assertNoGPULibraryMapped(t *testing.T) {
-	t.Helper()
-	maps, err := os.ReadFile("/proc/self/maps")
-	require.NoError(t, err)
-	for _, lib := range []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand"} {
-		assert.False(t, bytes.Contains(maps, []byte(lib)), "%s is mapped before the first Init", lib)
-	}
 }
 
 func TestChildMIG(t *testing.T) {

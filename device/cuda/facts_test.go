@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -27,19 +26,15 @@ func withNVML(t *testing.T, env []string) []string {
 func TestMemoryInfo(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
 	t.Run("through NVML, matched by UUID though NVML numbers the GPUs the other way", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildMemoryThroughNVML", withNVML(t, env)...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		assert.NotContains(t, string(calls), "cuDevicePrimaryCtxRetain", "no context was created to read memory")
-		assert.NotContains(t, string(calls), "cuMemAlloc", "no memory was allocated")
+		assert.Empty(t, log.Lines(t, "cuDevicePrimaryCtxRetain"), "no context was created to read memory")
+		assert.Empty(t, log.Lines(t, "cuMemAlloc"), "no memory was allocated")
 	})
 	t.Run("without NVML: only where the primary context is already active", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildMemoryWithoutNVML", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1")...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		assert.NotContains(t, string(calls), "cuDevicePrimaryCtxRetain 1", "device 1, which nothing used, got no context")
+		assert.Empty(t, log.Lines(t, "cuDevicePrimaryCtxRetain 1"), "device 1, which nothing used, got no context")
 	})
 }
 
@@ -83,21 +78,13 @@ func TestChildMemoryWithoutNVML(t *testing.T) {
 
 func TestDoRestoresTheThreadsContext(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
-	require.NoError(t, os.WriteFile(log, nil, 0o644))
+	log.Reset(t)
 	runChild(t, "TestChildDo", env...)
-	calls, err := os.ReadFile(log)
-	require.NoError(t, err)
-	var sets []string
-	for _, line := range strings.Split(string(calls), "\n") {
-		if strings.HasPrefix(line, "cuCtxSetCurrent") {
-			sets = append(sets, line)
-		}
-	}
 	assert.Equal(t, []string{
 		"cuCtxSetCurrent 1", "cuCtxSetCurrent 0", "cuCtxSetCurrent 1", "cuCtxSetCurrent -1", // Do(1) around Do(0)
 		"cuCtxSetCurrent 0", "cuCtxSetCurrent -1", // Do(0) whose fn panicked
-	}, sets, "each Do sets its device's primary context, then puts back what the thread had")
-	assert.Equal(t, 1, strings.Count(string(calls), "cuDevicePrimaryCtxRetain 0"), "retained once per device")
+	}, log.Lines(t, "cuCtxSetCurrent"), "each Do sets its device's primary context, then puts back what the thread had")
+	assert.Equal(t, []string{"cuDevicePrimaryCtxRetain 0"}, log.Lines(t, "cuDevicePrimaryCtxRetain 0"), "retained once per device")
 }
 
 func TestChildDo(t *testing.T) {
@@ -119,11 +106,9 @@ func TestChildDo(t *testing.T) {
 func TestDriverFloor(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
 	t.Run("a driver older than the backend's floor", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildDriverFloor", append(env, "GPUINIT_FAKE_CUDA_VERSION=10020", "WANT=CUDA 10.2 (10020), this process needs CUDA 11.0 (11000)")...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		assert.NotContains(t, string(calls), "cuInit", "the version is checked before cuInit")
+		assert.Empty(t, log.Lines(t, "cuInit"), "the version is checked before cuInit")
 	})
 	t.Run("a driver older than the server's engine needs", func(t *testing.T) {
 		runChild(t, "TestChildDriverFloor", append(env, "RAISE=12060", "WANT=CUDA 12.4 (12040), this process needs CUDA 12.6 (12060)")...)
@@ -204,17 +189,9 @@ func TestChildCatalogue(t *testing.T) {
 // when a draw needs more than it has, and Close frees it.
 func TestGeneratorKeepsItsDeviceBuffer(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
-	require.NoError(t, os.WriteFile(log, nil, 0o644))
+	log.Reset(t)
 	runChild(t, "TestChildGeneratorBuffer", env...)
-	calls, err := os.ReadFile(log)
-	require.NoError(t, err)
-	var memory []string
-	for _, line := range strings.Split(string(calls), "\n") {
-		if strings.HasPrefix(line, "cuMemAlloc") || strings.HasPrefix(line, "cuMemFree") {
-			memory = append(memory, line)
-		}
-	}
-	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2"}, memory,
+	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2"}, log.Lines(t, "cuMemAlloc", "cuMemFree"),
 		"16 values three times, then 8, then 32: one buffer, grown once, freed at Close")
 }
 

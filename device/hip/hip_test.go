@@ -3,7 +3,6 @@
 package hip
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -48,7 +46,7 @@ func child(t *testing.T) {
 // a sysfs tree with their KFD topology (and a third GPU of the host that this
 // process does not see), and a /dev with a kfd node; it returns the
 // environment that uses them, and the call log's path.
-func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []string, log string) {
+func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []string, log fakedriver.CallLog) {
 	t.Helper()
 	dir := t.TempDir()
 	lib := fakedriver.BuildInto(t, dir, hip)
@@ -72,35 +70,26 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 	}
 	dev := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
-	log = filepath.Join(t.TempDir(), "calls.log")
+	log = fakedriver.NewCallLog(t)
 	return append([]string{EnvLibrary + "=" + lib, kfd.EnvSysfsRoot + "=" + sys, kfd.EnvDevRoot + "=" + dev,
-		"GPUINIT_FAKE_HIP_LOG=" + log, EnvHiprandLibrary + "="}, env...), log
+		"GPUINIT_FAKE_HIP_LOG=" + string(log), EnvHiprandLibrary + "="}, env...), log
 }
 
 func TestOverTheFakeRuntime(t *testing.T) {
 	env, log := fakeHost(t, fakedriver.HIP)
 	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
 	t.Run("nothing loaded or initialized before Init", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildLaziness", env...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		first, _, _ := strings.Cut(string(calls), "\n")
-		assert.Equal(t, "hipInit", first, "hipInit is the first call into HIP")
-		assert.NotContains(t, string(calls), "implicit-init", "no other call started the runtime")
+		calls := log.Lines(t)
+		require.NotEmpty(t, calls)
+		assert.Equal(t, "hipInit", calls[0], "hipInit is the first call into HIP")
+		assert.Empty(t, log.Lines(t, "implicit-init"), "no other call started the runtime")
 	})
 	t.Run("a generator keeps its device buffer until a draw needs more, and Close frees it", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildGeneratorBuffer", env...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		var memory []string
-		for _, line := range strings.Split(string(calls), "\n") {
-			if line == "hipMalloc" || line == "hipFree" {
-				memory = append(memory, line)
-			}
-		}
-		assert.Equal(t, []string{"hipMalloc", "hipFree", "hipMalloc", "hipFree"}, memory, "16 values three times, then 8, then 32")
+		assert.Equal(t, []string{"hipMalloc", "hipFree", "hipMalloc", "hipFree"}, log.Lines(t, "hipMalloc", "hipFree"), "16 values three times, then 8, then 32")
 	})
 	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
 		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
@@ -118,16 +107,9 @@ func TestOverTheFakeRuntime(t *testing.T) {
 		runChild(t, "TestChildMemory", env...)
 	})
 	t.Run("Do makes the device current and puts the thread's back", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(log, nil, 0o644))
+		log.Reset(t)
 		runChild(t, "TestChildDo", env...)
-		calls, err := os.ReadFile(log)
-		require.NoError(t, err)
-		var current []string
-		for _, line := range strings.Split(string(calls), "\n") {
-			if strings.HasPrefix(line, "current ") {
-				current = append(current, line)
-			}
-		}
+		current := log.Lines(t, "current ")
 		assert.Equal(t, []string{"current 1", "current 0", "current 1", "current 0", "current 1", "current 0"}, current,
 			"Do(1) around Do(0), each restoring; then Do(1) whose fn panics, restoring too")
 	})
@@ -165,11 +147,7 @@ func TestChildLaziness(t *testing.T) {
 	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
 	_, err = r.DriverVersion()
 	assert.ErrorIs(t, err, device.ErrNotInitialized, "hipDriverGetVersion would start the runtime")
-	maps, err := os.ReadFile("/proc/self/maps")
-	require.NoError(t, err)
-	for _, lib := range []string{"libcuda", "libcurand", "libamdhip64", "libhiprand", "librocrand"} {
-		assert.False(t, bytes.Contains(maps, []byte(lib)), "%s is mapped before the first Init", lib)
-	}
+	assert.Empty(t, fakedriver.MappedVendorLibraries(t), "mapped before the first Init")
 	require.NoError(t, r.Init(context.Background()))
 }
 
