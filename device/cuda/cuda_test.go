@@ -22,23 +22,14 @@ import (
 // The driver is loaded once per process, so each configuration of it runs in
 // a child: this test binary, re-executed with -test.run naming one TestChild
 // function and the environment that sets up the driver. TestChild functions
-// skip unless envChild is set.
-const envChild = "GPUINIT_CUDA_TEST_CHILD"
+// skip unless the marker is set.
+const children = childtest.Marker("GPUINIT_CUDA_TEST_CHILD")
 
-func runChild(t *testing.T, test string, env ...string) string {
-	t.Helper()
-	return childtest.Run(t, envChild, test, env...)
-}
-
-func startChild(t *testing.T, test string, env ...string) (string, bool) {
-	t.Helper()
-	return childtest.Start(t, envChild, test, env...)
-}
-
-func child(t *testing.T) {
-	t.Helper()
-	childtest.Child(t, envChild)
-}
+var (
+	runChild   = children.Run
+	startChild = children.Start
+	child      = children.Child
+)
 
 // fake builds the fake libcuda.so.1 (from lib) and libcurand.so.10, and
 // returns the environment that loads them and logs the driver's calls, with

@@ -24,23 +24,14 @@ import (
 
 // The runtime is loaded once per process, so each configuration runs in a
 // child: this test binary, re-executed with -test.run naming one TestChild
-// function. TestChild functions skip unless envChild is set.
-const envChild = "GPUINIT_HIP_TEST_CHILD"
+// function. TestChild functions skip unless the marker is set.
+const children = childtest.Marker("GPUINIT_HIP_TEST_CHILD")
 
-func runChild(t *testing.T, test string, env ...string) string {
-	t.Helper()
-	return childtest.Run(t, envChild, test, env...)
-}
-
-func startChild(t *testing.T, test string, env ...string) (string, bool) {
-	t.Helper()
-	return childtest.Start(t, envChild, test, env...)
-}
-
-func child(t *testing.T) {
-	t.Helper()
-	childtest.Child(t, envChild)
-}
+var (
+	runChild   = children.Run
+	startChild = children.Start
+	child      = children.Child
+)
 
 // fakeHost builds the fake libamdhip64.so.6 and libhiprand.so.1 side by side,
 // a sysfs tree with their KFD topology (and a third GPU of the host that this

@@ -20,19 +20,23 @@ import (
 // Timeout bounds one child.
 const Timeout = 2 * time.Minute
 
-// Child skips t unless this process is a child that marker started.
-func Child(t *testing.T, marker string) {
+// Marker is the environment variable that tells a test binary it runs as a
+// child, one per package: "GPUINIT_CUDA_TEST_CHILD".
+type Marker string
+
+// Child skips t unless this process is a child that m started.
+func (m Marker) Child(t *testing.T) {
 	t.Helper()
-	if os.Getenv(marker) == "" {
+	if os.Getenv(string(m)) == "" {
 		t.Skip("run by its parent test in a child process")
 	}
 }
 
-// Run runs test in a child with env and marker set, fails t unless the child
+// Run runs test in a child with env and m set, fails t unless the child
 // passed without skipping, and returns its output.
-func Run(t *testing.T, marker, test string, env ...string) string {
+func (m Marker) Run(t *testing.T, test string, env ...string) string {
 	t.Helper()
-	out, skipped := Start(t, marker, test, env...)
+	out, skipped := m.Start(t, test, env...)
 	if skipped {
 		t.Fatalf("the child skipped:\n%s", out)
 	}
@@ -41,8 +45,9 @@ func Run(t *testing.T, marker, test string, env ...string) string {
 
 // Start is Run for a child that may find nothing to test: it reports whether
 // the child skipped instead of failing.
-func Start(t *testing.T, marker, test string, env ...string) (out string, skipped bool) {
+func (m Marker) Start(t *testing.T, test string, env ...string) (out string, skipped bool) {
 	t.Helper()
+	marker := string(m)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), append(env, marker+"=1")...)
 	r, err := hangcheck.Run(context.Background(), cmd, Timeout)
