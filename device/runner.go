@@ -21,7 +21,7 @@ type DeviceRunner interface {
 // fn must not start goroutines that expect it.
 //
 // For CUDA the device's primary context is made current: it is retained once,
-// at the first Do for the device, and kept for the life of the process. The
+// at the first Do or generator for the device, and kept for the life of the process. The
 // CUDA runtime (cudart, and cuBLAS or llama.cpp on top of it) shares that
 // primary context with the driver API, so what fn does through them lands in
 // the same context. A backend without devices to make current (sim) runs fn on

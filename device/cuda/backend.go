@@ -88,6 +88,7 @@ func initDriver(ctx context.Context) error {
 	if err := check("cuDeviceGetCount", r); err != nil {
 		return err
 	}
+	primaries = make([]primarySlot, n)
 	driver.count, driver.ready = n, true
 	return nil
 }

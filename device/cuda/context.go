@@ -2,14 +2,51 @@
 
 package cuda
 
-import "runtime"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
 
 // primaryContext is a device's primary context: the one the CUDA runtime and
 // the libraries built on it (cudart, cuBLAS, cuRAND, llama.cpp) share with the
-// driver API in this process. Retain it before use and release it once done.
+// driver API in this process.
 type primaryContext struct {
 	dev cuDevice
 	ctx cuContext
+}
+
+// primarySlot holds a device's primary context once retained.
+type primarySlot struct {
+	pc atomic.Pointer[primaryContext] // read without mu once set
+	mu sync.Mutex                     // serializes the retain
+}
+
+// primaries has a slot per device, made at Init (the devices do not change
+// after it): what Do and the generators use, each device's retained once, at
+// its first use, and kept for the life of the process.
+var primaries []primarySlot
+
+// retainedPrimary returns device ordinal's primary context, retaining it at
+// the first call. The steady path takes no lock; the first call for a device
+// holds only that device's lock while the driver creates the context. A
+// failed retain is not remembered: the next call tries again.
+func retainedPrimary(ordinal int) (*primaryContext, error) {
+	slot := &primaries[ordinal]
+	if pc := slot.pc.Load(); pc != nil {
+		return pc, nil
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if pc := slot.pc.Load(); pc != nil {
+		return pc, nil
+	}
+	pc, err := retainPrimaryContext(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	slot.pc.Store(pc)
+	return pc, nil
 }
 
 // retainPrimaryContext retains device ordinal's primary context
@@ -39,9 +76,4 @@ func (p *primaryContext) do(f func() error) error {
 	}
 	defer setContext(prev)
 	return f()
-}
-
-// release releases the context (cuDevicePrimaryCtxRelease_v2).
-func (p *primaryContext) release() error {
-	return check("cuDevicePrimaryCtxRelease_v2", primaryCtxRelease(p.dev))
 }

@@ -29,8 +29,9 @@ func loadCurandOnce() error {
 }
 
 // NewGenerator creates a cuRAND Philox4x32-10 generator on device ordinal
-// (curandCreateGenerator, default ordering) in the device's primary context.
-// libcurand is loaded at the first call; where it cannot be, the error wraps
+// (curandCreateGenerator, default ordering) in the device's primary context,
+// which is retained at the device's first generator or Do and kept for the
+// life of the process. libcurand is loaded at the first call; where it cannot be, the error wraps
 // device.ErrNotSupported and the device stays usable. Generate draws on the
 // GPU into device memory and copies the values back.
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
@@ -40,7 +41,7 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 	if err := loadCurandOnce(); err != nil {
 		return nil, err
 	}
-	pc, err := retainPrimaryContext(ordinal)
+	pc, err := retainedPrimary(ordinal)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,6 @@ func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
 		return randCheck("curandCreateGenerator", C.gpuinit_curandCreate(&g.gen, 0))
 	})
 	if err != nil {
-		_ = pc.release()
 		return nil, err
 	}
 	return g, nil
@@ -142,22 +142,16 @@ func (g *Generator) freeBuffer() error {
 	return check("cuMemFree_v2", memFree(g.buf))
 }
 
-// Close frees the device buffer, destroys the generator and releases its
-// context.
+// Close frees the device buffer and destroys the generator. The device's
+// primary context stays retained, as for Do.
 func (g *Generator) Close() error {
-	err := g.within(func() error {
+	return g.within(func() error {
 		err := g.freeBuffer()
 		if derr := randCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)); err == nil {
 			err = derr
 		}
 		return err
 	})
-	if g.pc != nil {
-		if rerr := g.pc.release(); err == nil {
-			err = rerr
-		}
-	}
-	return err
 }
 
 func randCheck(op string, s C.curandStatus_t) error {

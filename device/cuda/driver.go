@@ -109,10 +109,6 @@ func primaryCtxRetain(dev cuDevice) (cuContext, result) {
 	return c, result(r)
 }
 
-func primaryCtxRelease(dev cuDevice) result {
-	return result(C.gpuinit_cuDevicePrimaryCtxRelease(C.CUdevice(dev)))
-}
-
 // swapContext makes c current on this OS thread and returns the one it
 // replaced; the caller must hold the thread (runtime.LockOSThread).
 func swapContext(c cuContext) (prev cuContext, r result) {

@@ -193,6 +193,8 @@ func TestGeneratorKeepsItsDeviceBuffer(t *testing.T) {
 	runChild(t, "TestChildGeneratorBuffer", env...)
 	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2"}, log.Lines(t, "cuMemAlloc", "cuMemFree"),
 		"16 values three times, then 8, then 32: one buffer, grown once, freed at Close")
+	assert.Equal(t, []string{"cuDevicePrimaryCtxRetain 0"}, log.Lines(t, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease"),
+		"two generators and a Do share one retain of the primary context, kept")
 }
 
 func TestChildGeneratorBuffer(t *testing.T) {
@@ -211,4 +213,8 @@ func TestChildGeneratorBuffer(t *testing.T) {
 	philox.FillCURAND(want, 42, 0)
 	assert.Equal(t, want, drawn, "the reused buffer changes nothing drawn")
 	require.NoError(t, g.Close())
+	g, err = process.NewGenerator(0)
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	require.NoError(t, process.Do(0, func() error { return nil }))
 }

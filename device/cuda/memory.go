@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/gpuinit/gpuinit/device"
 )
@@ -45,17 +44,11 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// primaries are the primary contexts Do retained: once per device, for the
-// life of the process.
-var primaries struct {
-	mu  sync.Mutex // protects following fields
-	ctx map[int]*primaryContext
-}
-
 // Do runs fn on a locked OS thread with device ordinal's primary context
 // current, and restores the thread's previous context afterwards, even if fn
 // panics (the panic goes on). The primary context is retained at the first Do
-// for the device and kept for the life of the process. The CUDA runtime
+// or generator for the device and kept for the life of the process; later
+// calls take no lock to find it. The CUDA runtime
 // (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
 // this same primary context, so work fn does through them lands in it.
 func (b *Backend) Do(ordinal int, fn func() error) error {
@@ -67,21 +60,4 @@ func (b *Backend) Do(ordinal int, fn func() error) error {
 		return err
 	}
 	return pc.do(fn)
-}
-
-func retainedPrimary(ordinal int) (*primaryContext, error) {
-	primaries.mu.Lock()
-	defer primaries.mu.Unlock()
-	if pc := primaries.ctx[ordinal]; pc != nil {
-		return pc, nil
-	}
-	pc, err := retainPrimaryContext(ordinal)
-	if err != nil {
-		return nil, err
-	}
-	if primaries.ctx == nil {
-		primaries.ctx = map[int]*primaryContext{}
-	}
-	primaries.ctx[ordinal] = pc
-	return pc, nil
 }

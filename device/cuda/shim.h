@@ -67,7 +67,6 @@ static CUresult gpuinit_cuDeviceGetName(char *name, int len, CUdevice d) { retur
 static CUresult gpuinit_cuDeviceTotalMem(size_t *bytes, CUdevice d) { return CU(cuDeviceTotalMem_v2)(bytes, d); }
 static CUresult gpuinit_cuDeviceGetAttribute(int *v, int attr, CUdevice d) { return CU(cuDeviceGetAttribute)(v, attr, d); }
 static CUresult gpuinit_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return CU(cuDevicePrimaryCtxRetain)(c, d); }
-static CUresult gpuinit_cuDevicePrimaryCtxRelease(CUdevice d) { return CU(cuDevicePrimaryCtxRelease_v2)(d); }
 static CUresult gpuinit_cuMemAlloc(CUdeviceptr *p, size_t n) { return CU(cuMemAlloc_v2)(p, n); }
 static CUresult gpuinit_cuMemFree(CUdeviceptr p) { return CU(cuMemFree_v2)(p); }
 static CUresult gpuinit_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) { return CU(cuMemcpyDtoH_v2)(dst, src, n); }
