@@ -209,22 +209,34 @@ func (b *Backend) Count() (int, error) {
 
 // Device describes device ordinal: a simulated Hopper GPU with 80 GiB.
 func (b *Backend) Device(ordinal int) (device.Info, error) {
-	if !b.initialized.Load() {
-		return device.Info{}, driverError("cuDeviceGet", 3)
-	}
-	if ordinal < 0 || ordinal >= b.devices {
-		return device.Info{}, driverError("cuDeviceGet", 101)
+	if err := b.checkDevice(ordinal); err != nil {
+		return device.Info{}, err
 	}
 	return device.Info{
 		Ordinal:         ordinal,
 		Name:            "gpuinit simulated H100",
 		Arch:            "sm_90",
-		TotalMemory:     80 << 30,
+		TotalMemory:     totalMemory,
 		UUID:            fmt.Sprintf("GPU-5e1d0c0a-9a7f-4b6e-8d2c-%012x", ordinal),
 		PCIBusID:        fmt.Sprintf("0000:%02x:00.0", 0x18+ordinal),
 		ComputeMajor:    9,
 		Multiprocessors: 132,
 	}, nil
+}
+
+// totalMemory is every simulated device's memory.
+const totalMemory = 80 << 30
+
+// checkDevice fails as cuDeviceGet does before Init (3) or for an ordinal out
+// of range (101).
+func (b *Backend) checkDevice(ordinal int) error {
+	if !b.initialized.Load() {
+		return driverError("cuDeviceGet", 3)
+	}
+	if ordinal < 0 || ordinal >= b.devices {
+		return driverError("cuDeviceGet", 101)
+	}
+	return nil
 }
 
 // LoseDevice makes device ordinal fail from now on as a GPU does after a
@@ -261,20 +273,19 @@ const UsedMemory = 3 << 30
 // MemoryInfo reports 77 of 80 GiB free on every device, as a GPU with a
 // server's model loaded might.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
-	info, err := b.Device(ordinal)
-	if err != nil {
+	if err := b.checkDevice(ordinal); err != nil {
 		return 0, 0, err
 	}
 	if err := b.lostError("cuMemGetInfo_v2", ordinal); err != nil {
 		return 0, 0, err
 	}
-	return info.TotalMemory - UsedMemory, info.TotalMemory, nil
+	return totalMemory - UsedMemory, totalMemory, nil
 }
 
 // Do runs fn on a locked OS thread, as the real backends do; sim has no
 // current device to set, so there is nothing to restore either.
 func (b *Backend) Do(ordinal int, fn func() error) error {
-	if _, err := b.Device(ordinal); err != nil {
+	if err := b.checkDevice(ordinal); err != nil {
 		return err
 	}
 	if err := b.lostError("cuCtxSetCurrent", ordinal); err != nil {
@@ -288,7 +299,7 @@ func (b *Backend) Do(ordinal int, fn func() error) error {
 // NewGenerator returns a generator that draws what cuRAND's Philox host
 // generator draws (philox.FillCURAND).
 func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	if _, err := b.Device(ordinal); err != nil {
+	if err := b.checkDevice(ordinal); err != nil {
 		return nil, err
 	}
 	return &generator{b: b, ordinal: ordinal}, nil
