@@ -36,7 +36,7 @@ var ErrClosed = errors.New("rng: Generators used after Close")
 
 // Generators holds the per-device generator states of one device runtime. It is
 // safe for concurrent use. Create it with New; Close it to release the device
-// generators (and, on CUDA, the primary contexts they retain).
+// generators.
 type Generators struct {
 	rt Runtime
 
@@ -270,24 +270,14 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 // Generate leaves behind round-trips through MarshalBinary and SetState.
 // Reseed to go on.
 func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
-	if err := g.rt.Init(ctx); err != nil {
-		return err
-	}
-	d, err := g.device(ordinal)
+	d, err := g.lockedForDraw(ctx, ordinal)
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return ErrClosed
-	}
-	// Draw whole blocks of 4, as the offset advances: PyTorch's kernels consume
-	// them, and libcurand leaves a partial block unwritten after some offsets.
-	n := (len(dst) + 3) &^ 3
-	if uint64(n) > maxOffset-d.state.Offset {
-		return fmt.Errorf("%w: drawing %d values from offset %d would pass torch's offset limit %d; reseed device %d",
-			ErrBadState, len(dst), d.state.Offset, uint64(maxOffset), ordinal)
+	n, err := d.drawSize(ordinal, len(dst))
+	if err != nil {
+		return err
 	}
 	if d.gen == nil {
 		gb, ok := g.rt.Backend().(device.GeneratorBackend)
@@ -304,20 +294,12 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	if err := d.gen.SetOffset(d.state.Offset); err != nil {
 		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
 	}
-	out := dst
-	if n != len(dst) {
-		out = make([]uint32, n) // the whole last block, of which dst takes the front
-	}
-	if n > 0 {
+	return d.fill(dst, n, func(out []uint32) error {
 		if err := d.gen.Generate(out); err != nil {
 			return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
 		}
-	}
-	if n != len(dst) {
-		copy(dst, out)
-	}
-	d.state.Offset += uint64(n)
-	return nil
+		return nil
+	})
 }
 
 // Close destroys every device generator the Generators created and refuses

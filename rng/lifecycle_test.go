@@ -125,23 +125,25 @@ func TestGenerateNeverLeavesAStateTorchRefuses(t *testing.T) {
 		{last, 1, true},
 		{last - 4, 8, true},
 	} {
-		t.Run(fmt.Sprintf("offset=%d/n=%d", tc.offset, tc.n), func(t *testing.T) {
-			require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 3, Offset: tc.offset}))
-			err := g.Generate(ctx, 0, make([]uint32, tc.n))
-			s, serr := g.State(ctx, 0)
-			require.NoError(t, serr)
-			if tc.refused {
-				assert.ErrorIs(t, err, rng.ErrBadState)
-				assert.Equal(t, tc.offset, s.Offset, "a refused draw leaves the state alone")
-			} else {
-				require.NoError(t, err)
-			}
-			b, err := s.MarshalBinary()
-			require.NoError(t, err, "every state Generate leaves round-trips")
-			var back rng.State
-			require.NoError(t, back.UnmarshalBinary(b))
-			require.NoError(t, g.SetState(ctx, 0, back))
-		})
+		for name, draw := range map[string]func(context.Context, int, []uint32) error{"Generate": g.Generate, "GenerateOnHost": g.GenerateOnHost} {
+			t.Run(fmt.Sprintf("%s/offset=%d/n=%d", name, tc.offset, tc.n), func(t *testing.T) {
+				require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 3, Offset: tc.offset}))
+				err := draw(ctx, 0, make([]uint32, tc.n))
+				s, serr := g.State(ctx, 0)
+				require.NoError(t, serr)
+				if tc.refused {
+					assert.ErrorIs(t, err, rng.ErrBadState)
+					assert.Equal(t, tc.offset, s.Offset, "a refused draw leaves the state alone")
+				} else {
+					require.NoError(t, err)
+				}
+				b, err := s.MarshalBinary()
+				require.NoError(t, err, "every state Generate leaves round-trips")
+				var back rng.State
+				require.NoError(t, back.UnmarshalBinary(b))
+				require.NoError(t, g.SetState(ctx, 0, back))
+			})
+		}
 	}
 }
 

@@ -293,3 +293,49 @@ func TestGenerateWithoutDeviceGeneratorsIsNotSupported(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, rng.State{Seed: 1}, s, "a failed Generate leaves the offset alone")
 }
+
+// TestGenerateOnHostDrawsWhatTheDeviceDraws: the same values and the same
+// state afterwards as Generate, in the backend's ordering, and without
+// device generators too.
+func TestGenerateOnHostDrawsWhatTheDeviceDraws(t *testing.T) {
+	ctx := context.Background()
+	device0, _ := newGenerators(1)
+	host, _ := newGenerators(1)
+	bare := rng.New(device.New(noGenerators{sim.New()}))
+	for _, g := range []*rng.Generators{device0, host, bare} {
+		require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 42, Offset: 8}))
+	}
+	for _, n := range []int{6, 4, 1, 16} {
+		want := make([]uint32, n)
+		require.NoError(t, device0.Generate(ctx, 0, want))
+		for name, g := range map[string]*rng.Generators{"sim": host, "no device generators": bare} {
+			got := make([]uint32, n)
+			require.NoError(t, g.GenerateOnHost(ctx, 0, got), name)
+			assert.Equal(t, want, got, "%s: %d values", name, n)
+		}
+	}
+	want, _ := device0.State(ctx, 0)
+	for _, g := range []*rng.Generators{host, bare} {
+		s, err := g.State(ctx, 0)
+		require.NoError(t, err)
+		assert.Equal(t, want, s, "the state advances as Generate's does")
+	}
+}
+
+func TestHostFillFollowsTheBackendsOrdering(t *testing.T) {
+	for _, tc := range []struct {
+		backend, ordering string
+		fill              func([]uint32, uint64, uint64)
+	}{
+		{"cuda", "curand", philox.FillCURAND},
+		{"sim", "curand", philox.FillCURAND},
+		{"hip", "rocrand", philox.FillSequential},
+	} {
+		fill, ordering := rng.HostFill(tc.backend)
+		assert.Equal(t, tc.ordering, ordering, tc.backend)
+		got, want := make([]uint32, 64), make([]uint32, 64)
+		fill(got, 7, 5)
+		tc.fill(want, 7, 5)
+		assert.Equal(t, want, got, tc.backend)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
-	"github.com/gpuinit/gpuinit/rng/philox"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -217,14 +216,10 @@ func judge(sc scenario, r hangcheck.Result, err error, timeout time.Duration) sc
 // generators, or without its RNG library, is "unsupported" with the reason:
 // that is not a probe failure.
 func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
-	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: "curand"}
+	fill, ordering := rng.HostFill(rt.Name())
+	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: ordering}
 	want := make([]uint32, rngCount)
-	if rt.Name() == "hip" {
-		res.Ordering = "rocrand"
-		philox.FillSequential(want, rngSeed, rngOffset)
-	} else {
-		philox.FillCURAND(want, rngSeed, rngOffset)
-	}
+	fill(want, rngSeed, rngOffset)
 	g := rng.New(rt)
 	defer g.Close()
 	got := make([]uint32, rngCount)

@@ -13,7 +13,6 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/rng"
-	"github.com/gpuinit/gpuinit/rng/philox"
 )
 
 // maxDraw bounds one request's count.
@@ -126,11 +125,5 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 	// No device generators: the same stream on the CPU, advancing the state
 	// as a device draw would.
 	res.Source = "cpu"
-	if s.rt.Name() == "hip" {
-		philox.FillSequential(res.Values, st.Seed, st.Offset)
-	} else {
-		philox.FillCURAND(res.Values, st.Seed, st.Offset)
-	}
-	next := rng.State{Seed: st.Seed, Offset: st.Offset + uint64((n+3)&^3)}
-	return res, s.gens.SetState(ctx, ordinal, next)
+	return res, s.gens.GenerateOnHost(ctx, ordinal, res.Values)
 }
