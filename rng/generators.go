@@ -270,15 +270,12 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 // Generate leaves behind round-trips through MarshalBinary and SetState.
 // Reseed to go on.
 func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
-	d, err := g.lockedForDraw(ctx, ordinal)
-	if err != nil {
-		return err
-	}
-	defer d.mu.Unlock()
-	n, err := d.drawSize(ordinal, len(dst))
-	if err != nil {
-		return err
-	}
+	return g.draw(ctx, ordinal, dst, false)
+}
+
+// drawOnDevice fills out from ordinal's device generator at d's state,
+// creating the generator at the first draw. d.mu is held.
+func (g *Generators) drawOnDevice(d *deviceGen, ordinal int, out []uint32) (err error) {
 	if d.gen == nil {
 		gb, ok := g.rt.Backend().(device.GeneratorBackend)
 		if !ok {
@@ -294,12 +291,13 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 	if err := d.gen.SetOffset(d.state.Offset); err != nil {
 		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
 	}
-	return d.fill(dst, n, func(out []uint32) error {
-		if err := d.gen.Generate(out); err != nil {
-			return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
-		}
+	if len(out) == 0 {
 		return nil
-	})
+	}
+	if err := d.gen.Generate(out); err != nil {
+		return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
+	}
+	return nil
 }
 
 // Close destroys every device generator the Generators created and refuses

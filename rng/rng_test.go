@@ -322,7 +322,7 @@ func TestGenerateOnHostDrawsWhatTheDeviceDraws(t *testing.T) {
 	}
 }
 
-func TestHostFillFollowsTheBackendsOrdering(t *testing.T) {
+func TestOrderingFollowsTheBackend(t *testing.T) {
 	for _, tc := range []struct {
 		backend, ordering string
 		fill              func([]uint32, uint64, uint64)
@@ -331,10 +331,10 @@ func TestHostFillFollowsTheBackendsOrdering(t *testing.T) {
 		{"sim", "curand", philox.FillCURAND},
 		{"hip", "rocrand", philox.FillSequential},
 	} {
-		fill, ordering := rng.HostFill(tc.backend)
-		assert.Equal(t, tc.ordering, ordering, tc.backend)
+		o := rng.OrderingOf(tc.backend)
+		assert.Equal(t, tc.ordering, o.String(), tc.backend)
 		got, want := make([]uint32, 64), make([]uint32, 64)
-		fill(got, 7, 5)
+		o.Fill(got, 7, 5)
 		tc.fill(want, 7, 5)
 		assert.Equal(t, want, got, tc.backend)
 	}

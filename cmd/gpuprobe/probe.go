@@ -216,10 +216,10 @@ func judge(sc scenario, r hangcheck.Result, err error, timeout time.Duration) sc
 // generators, or without its RNG library, is "unsupported" with the reason:
 // that is not a probe failure.
 func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
-	fill, ordering := rng.HostFill(rt.Name())
-	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: ordering}
+	ordering := rng.OrderingOf(rt.Name())
+	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: ordering.String()}
 	want := make([]uint32, rngCount)
-	fill(want, rngSeed, rngOffset)
+	ordering.Fill(want, rngSeed, rngOffset)
 	g := rng.New(rt)
 	defer g.Close()
 	got := make([]uint32, rngCount)
