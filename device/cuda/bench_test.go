@@ -19,17 +19,27 @@ import (
 
 var benchLoaded bool
 
-// loadFakes points the backend at the fake libcuda and NVML and initializes.
+// loadFakes points the backend at the fake libcuda, NVML and libcurand, and
+// initializes.
 func loadFakes(b *testing.B) {
 	b.Helper()
 	if !benchLoaded {
 		os.Setenv(EnvLibrary, fakedriver.Build(b, fakedriver.CUDA))
 		os.Setenv(EnvNVMLLibrary, fakedriver.Build(b, fakedriver.NVML))
+		os.Setenv(EnvCurandLibrary, fakedriver.Build(b, fakedriver.CURAND))
 		if err := process.Init(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		// Load NVML now, while b's files exist: a loaded library stays.
+		// Load NVML and libcurand now, while b's files exist: a loaded
+		// library stays.
 		if _, _, err := process.MemoryInfo(0); err != nil {
+			b.Fatal(err)
+		}
+		g, err := process.NewGenerator(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
 			b.Fatal(err)
 		}
 		benchLoaded = true
@@ -116,4 +126,38 @@ func BenchmarkMemoryInfo(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDo measures Do with an empty fn, from every P at once: finding the
+// device's primary context, locking the thread, and swapping the context in
+// and out.
+func BenchmarkDo(b *testing.B) {
+	loadFakes(b)
+	noop := func() error { return nil }
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := process.Do(0, noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGenerate measures a 16-value draw on a device generator: the
+// fake's curandGenerate is cheap, so this is what gpuinit adds around it.
+func BenchmarkGenerate(b *testing.B) {
+	loadFakes(b)
+	g, err := process.NewGenerator(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	dst := make([]uint32, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.Generate(dst); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
