@@ -110,8 +110,20 @@ func TestDevicesReturnsACopy(t *testing.T) {
 	assert.NotEqual(t, "changed", d0.Name)
 }
 
+// registrations numbers the backends tests register, so that -count=N
+// registers a new name each time in the process's registry.
+var registrations atomic.Int32
+
+// register registers open under base and a number of its own, and returns
+// the name.
+func register(base string, open func() (device.Backend, error)) string {
+	name := fmt.Sprintf("%s%d", base, registrations.Add(1))
+	device.Register(name, open)
+	return name
+}
+
 func TestRegisterPanicsOnProgrammingErrors(t *testing.T) {
-	device.Register("dup", func() (device.Backend, error) { return sim.New(), nil })
+	dup := register("dup", func() (device.Backend, error) { return sim.New(), nil })
 	before := device.Backends()
 	open := func() (device.Backend, error) { return sim.New(), nil }
 	for _, tc := range []struct {
@@ -119,7 +131,7 @@ func TestRegisterPanicsOnProgrammingErrors(t *testing.T) {
 		fn   func()
 		want string
 	}{
-		{"twice", func() { device.Register("dup", open) }, "device: Register: backend dup registered twice"},
+		{"twice", func() { device.Register(dup, open) }, "device: Register: backend " + dup + " registered twice"},
 		{"nil opener", func() { device.Register("x", nil) }, "device: Register: nil opener for backend x"},
 		{"empty name", func() { device.Register("", open) }, `device: Register: "" is not a backend name`},
 		{"auto", func() { device.Register("auto", open) }, `device: Register: "auto" is not a backend name`},
@@ -142,17 +154,17 @@ func TestOpenOfAMissingBackendSaysWhy(t *testing.T) {
 
 func TestFailedOpenCachesNothing(t *testing.T) {
 	var opens atomic.Int64
-	device.Register("flaky", func() (device.Backend, error) {
+	flaky := register("flaky", func() (device.Backend, error) {
 		if opens.Add(1) == 1 {
 			return nil, errors.New("bad configuration")
 		}
 		return sim.New(), nil
 	})
-	_, err := device.Open("flaky")
-	assert.ErrorContains(t, err, "opening backend flaky: bad configuration")
-	r, err := device.Open("flaky")
+	_, err := device.Open(flaky)
+	assert.ErrorContains(t, err, "opening backend "+flaky+": bad configuration")
+	r, err := device.Open(flaky)
 	require.NoError(t, err, "a later Open tries again")
-	again, err := device.Open("flaky")
+	again, err := device.Open(flaky)
 	require.NoError(t, err)
 	assert.Same(t, r, again)
 	assert.Equal(t, int64(2), opens.Load(), "the opener runs until it succeeds, then never again")
@@ -161,7 +173,7 @@ func TestFailedOpenCachesNothing(t *testing.T) {
 func TestOpenCallsTheOpenerWithoutALockAndOnlyOnce(t *testing.T) {
 	var opens atomic.Int64
 	release := make(chan struct{})
-	device.Register("slow-opener", func() (device.Backend, error) {
+	slow := register("slow-opener", func() (device.Backend, error) {
 		opens.Add(1)
 		// An opener that calls Open for another backend must not deadlock.
 		if _, err := device.Open("sim"); err != nil {
@@ -174,7 +186,7 @@ func TestOpenCallsTheOpenerWithoutALockAndOnlyOnce(t *testing.T) {
 	runtimes := make([]*device.Runtime, 8)
 	for k := range runtimes {
 		wg.Go(func() {
-			r, err := device.Open("slow-opener")
+			r, err := device.Open(slow)
 			assert.NoError(t, err)
 			runtimes[k] = r
 		})
@@ -305,7 +317,7 @@ func TestNoBackendErrorMatchesOneSummary(t *testing.T) {
 
 func TestAnOpenerThatCallsGoexitReleasesEveryWaiter(t *testing.T) {
 	var opens atomic.Int64
-	device.Register("goexit", func() (device.Backend, error) {
+	goexit := register("goexit", func() (device.Backend, error) {
 		if opens.Add(1) == 1 {
 			runtime.Goexit()
 		}
@@ -314,10 +326,10 @@ func TestAnOpenerThatCallsGoexitReleasesEveryWaiter(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		defer close(done)
-		_, _ = device.Open("goexit") // this goroutine exits inside the opener
+		_, _ = device.Open(goexit) // this goroutine exits inside the opener
 	}()
 	<-done
-	r, err := device.Open("goexit")
+	r, err := device.Open(goexit)
 	require.NoError(t, err, "the registry is not left waiting for the first opener")
 	assert.NotNil(t, r)
 }

@@ -45,27 +45,28 @@ func Hiding(vars []string) []string {
 // WithVisibilityHint prefixes the hint of a no-device error with the
 // variables that hide every device, since they are the likeliest cause.
 func WithVisibilityHint(err error, vars []string) error {
-	if hiding := Hiding(vars); len(hiding) > 0 {
-		return prefixNoDeviceHint(err, strings.Join(hiding, " and ")+" hides every device: unset it or name the GPUs to use")
-	}
-	return err
+	return prefixNoDeviceHint(err, func() string {
+		if hiding := Hiding(vars); len(hiding) > 0 {
+			return strings.Join(hiding, " and ") + " hides every device: unset it or name the GPUs to use"
+		}
+		return ""
+	})
 }
 
 // WithKFDHint prefixes the hint of a HIP no-device error with what is wrong
 // with /dev/kfd, if anything: the commonest causes.
-func WithKFDHint(err error) error {
-	if p := kfd.Problem(); p != "" {
-		return prefixNoDeviceHint(err, p)
-	}
-	return err
-}
+func WithKFDHint(err error) error { return prefixNoDeviceHint(err, kfd.Problem) }
 
-// prefixNoDeviceHint puts prefix before the hint of err's *device.DriverError,
-// if err means no device.
-func prefixNoDeviceHint(err error, prefix string) error {
+// prefixNoDeviceHint puts what prefix says, if anything, before the hint of
+// err's *device.DriverError, if err means no device; prefix is not called
+// otherwise (it reads the environment, or opens /dev/kfd).
+func prefixNoDeviceHint(err error, prefix func() string) error {
 	var de *device.DriverError
-	if errors.Is(err, device.ErrNoDevice) && errors.As(err, &de) {
-		de.Hint = prefix + "; " + de.Hint
+	if !errors.Is(err, device.ErrNoDevice) || !errors.As(err, &de) {
+		return err
+	}
+	if p := prefix(); p != "" {
+		de.Hint = p + "; " + de.Hint
 	}
 	return err
 }
