@@ -2,9 +2,11 @@ package device
 
 import "context"
 
-// capability returns b, or the first Backend down b's Unwrap chain, that
-// implements T.
-func capability[T any](b Backend) (T, bool) {
+// Capability returns b as T, or the first Backend down b's Unwrap chain that
+// implements T, such as GeneratorBackend or MemoryReporter: how the Runtime,
+// and rng, find an optional interface through wrappers. An Unwrap chain must
+// end (return a Backend without Unwrap, or nil).
+func Capability[T any](b Backend) (T, bool) {
 	for b != nil {
 		if c, ok := b.(T); ok {
 			return c, true

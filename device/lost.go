@@ -58,7 +58,7 @@ func (l *lostDevices) has(ordinal int) bool {
 // classified error, for the server's log.
 func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) *DriverError {
 	var de *DriverError
-	if c, ok := capability[ErrorClassifier](r.Backend()); ok {
+	if c, ok := Capability[ErrorClassifier](r.Backend()); ok {
 		de = c.DriverError(op, code)
 	} else {
 		de = &DriverError{Backend: r.Name(), Op: op, Code: code, Name: "unclassified"}

@@ -30,7 +30,7 @@ func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return 0, 0, err
 	}
-	mr, ok := capability[MemoryReporter](r.Backend())
+	mr, ok := Capability[MemoryReporter](r.Backend())
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
 	}

@@ -34,7 +34,7 @@ func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return err
 	}
-	dr, ok := capability[DeviceRunner](r.Backend())
+	dr, ok := Capability[DeviceRunner](r.Backend())
 	if !ok {
 		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
 	}

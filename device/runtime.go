@@ -158,7 +158,7 @@ func (r *Runtime) DriverVersion() (int, error) { return r.Backend().DriverVersio
 // RuntimeVersion asks a RuntimeVersioner backend for its runtime version, under
 // DriverVersion's rules; other backends get an error wrapping ErrNotSupported.
 func (r *Runtime) RuntimeVersion() (int, error) {
-	rv, ok := capability[RuntimeVersioner](r.Backend())
+	rv, ok := Capability[RuntimeVersioner](r.Backend())
 	if !ok {
 		return 0, fmt.Errorf("%w: backend %s reports no runtime version", ErrNotSupported, r.Name())
 	}

@@ -116,7 +116,7 @@ func (s *selector) RuntimeVersion() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rv, ok := capability[RuntimeVersioner](b)
+	rv, ok := Capability[RuntimeVersioner](b)
 	if !ok {
 		return 0, fmt.Errorf("%w: backend %s reports no runtime version", ErrNotSupported, b.Name())
 	}

@@ -277,7 +277,7 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 // creating the generator at the first draw. d.mu is held.
 func (g *Generators) drawOnDevice(d *deviceGen, ordinal int, out []uint32) (err error) {
 	if d.gen == nil {
-		gb, ok := g.rt.Backend().(device.GeneratorBackend)
+		gb, ok := device.Capability[device.GeneratorBackend](g.rt.Backend())
 		if !ok {
 			return fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, g.rt.Name())
 		}

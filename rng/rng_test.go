@@ -339,3 +339,20 @@ func TestOrderingFollowsTheBackend(t *testing.T) {
 		assert.Equal(t, want, got, tc.backend)
 	}
 }
+
+// unwrapping wraps a Backend the way a logging or fault-injecting wrapper
+// would: only the Backend methods, and Unwrap.
+type unwrapping struct{ device.Backend }
+
+func (u unwrapping) Unwrap() device.Backend { return u.Backend }
+
+func TestGenerateFindsGeneratorsThroughAWrapper(t *testing.T) {
+	ctx := context.Background()
+	g := rng.New(device.New(unwrapping{sim.New()}))
+	require.NoError(t, g.ManualSeed(ctx, 0, 42))
+	got := make([]uint32, 8)
+	require.NoError(t, g.Generate(ctx, 0, got), "the wrapped sim's generators, not ErrNotSupported")
+	want := make([]uint32, 8)
+	philox.FillCURAND(want, 42, 0)
+	assert.Equal(t, want, got)
+}

@@ -66,7 +66,7 @@ func (c *Counting) Device(ordinal int) (device.Info, error) {
 // NewGenerator counts, then calls the wrapped NewGenerator if there is one.
 func (c *Counting) NewGenerator(ordinal int) (device.Generator, error) {
 	c.generatorCalls.Add(1)
-	gb, ok := c.Backend.(device.GeneratorBackend)
+	gb, ok := device.Capability[device.GeneratorBackend](c.Backend)
 	if !ok {
 		return nil, fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, c.Name())
 	}

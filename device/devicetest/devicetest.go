@@ -98,7 +98,7 @@ func TestBackend(t *testing.T, b device.Backend, opts ...Option) {
 		return
 	}
 	t.Run("concurrent queries after Init", func(t *testing.T) { checkConcurrentQueries(t, b, n) })
-	if gb, ok := b.(device.GeneratorBackend); ok {
+	if gb, ok := device.Capability[device.GeneratorBackend](b); ok {
 		t.Run("generators", func(t *testing.T) { checkGenerators(t, gb, n, cfg.fill) })
 	}
 }
