@@ -58,16 +58,15 @@ func (r *Runtime) withDriverFloors(ctx context.Context) context.Context {
 	return context.WithValue(ctx, minDriverKey{}, maps.Clone(r.floor.versions))
 }
 
-// checkDriverFloor applies this Runtime's RequireDriverVersion to b once b is
-// initialized. Backends check the floor before they initialize the driver,
-// but they initialize once per process: a second Runtime over an initialized
-// backend, or one whose backend ignores the floor, reaches no check there.
-// This one holds for every Runtime and backend.
-func (r *Runtime) checkDriverFloor(b Backend) error {
-	name := b.Name() // the backend's code, so not under the lock
-	r.floor.mu.Lock()
-	need := r.floor.versions[name]
-	r.floor.mu.Unlock()
+// checkDriverFloor applies the floor ctx carries for b (the Runtime's
+// RequireDriverVersion, through withDriverFloors) once b is initialized.
+// Backends check the floor before they initialize the driver, but they
+// initialize once per process: a second Runtime over an initialized backend,
+// or one whose backend ignores the floor, reaches no check there. This one
+// holds for every Runtime and backend; under auto it runs for each candidate,
+// so that one too old is passed over like one that failed Init.
+func checkDriverFloor(ctx context.Context, b Backend) error {
+	need := MinDriverVersion(ctx, b.Name())
 	if need == 0 {
 		return nil
 	}

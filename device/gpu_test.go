@@ -161,6 +161,21 @@ func childScenarios() map[string]func() error {
 			err := open("").Init(ctx)
 			return check(errors.Is(err, device.ErrDriverNotFound) && !errors.Is(err, device.ErrNoDevice), "no driver at all: %v", err)
 		},
+		"auto-passes-over-a-driver-below-the-floor": func() error {
+			cuda, hip := registerGPU("cuda"), registerGPU("hip", sim.WithDevices(1))
+			r := open("auto")
+			if err := r.RequireDriverVersion("cuda", sim.DriverVersion+1); err != nil {
+				return err
+			}
+			if err := r.Init(ctx); err != nil {
+				return fmt.Errorf("Init: %w", err)
+			}
+			passed := r.PassedOver()
+			return errors.Join(
+				check(r.Name() == "hip" && hip.Calls().Init == 1 && cuda.Calls().Init == 1, "chose %s (inits: cuda %d, hip %d)", r.Name(), cuda.Calls().Init, hip.Calls().Init),
+				check(len(passed) == 1 && passed[0].Backend == "cuda" && errors.Is(passed[0].Err, device.ErrDriverMismatch), "passed over: %v", passed),
+			)
+		},
 		"named-first-pins": func() error {
 			registerGPU("cuda")
 			hip := registerGPU("hip")
@@ -175,7 +190,8 @@ func childScenarios() map[string]func() error {
 }
 
 func TestOneGPURuntimePerProcess(t *testing.T) {
-	for _, name := range []string{"auto-shares-with-named", "auto-falls-back-to-hip", "auto-reports-every-backend", "auto-without-any-driver", "named-first-pins"} {
+	for _, name := range []string{"auto-shares-with-named", "auto-falls-back-to-hip", "auto-reports-every-backend", "auto-without-any-driver",
+		"auto-passes-over-a-driver-below-the-floor", "named-first-pins"} {
 		t.Run(name, func(t *testing.T) { runChild(t, name) })
 	}
 }

@@ -70,13 +70,13 @@ func (r *Runtime) initialize(ctx context.Context) error {
 		if err := b.Init(ctx); err != nil {
 			return err
 		}
+		if err := checkDriverFloor(ctx, b); err != nil {
+			return err
+		}
 		var err error
 		if n, err = b.Count(); err != nil {
 			return err
 		}
-	}
-	if err := r.checkDriverFloor(b); err != nil {
-		return err
 	}
 	devices := make([]Info, n)
 	for i := range devices {

@@ -71,6 +71,9 @@ func tryBackend(ctx context.Context, name string) (Backend, int, error) {
 	if err := b.Init(ctx); err != nil {
 		return nil, 0, err
 	}
+	if err := checkDriverFloor(ctx, b); err != nil {
+		return nil, 0, err
+	}
 	n, err := b.Count()
 	if err != nil {
 		return nil, 0, err
