@@ -78,10 +78,11 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		// Only the driver's own errors say something about the device; a
 		// cancelled request or a failed initialization does not. health logs
-		// a loss, once.
+		// a new loss, once, when it next observes the runtime: have it
+		// observe now rather than at the next probe.
 		var de *device.DriverError
-		if errors.As(err, &de) {
-			s.rt.ReportError(ordinal, de)
+		if errors.As(err, &de) && s.rt.ReportError(ordinal, de) {
+			s.health.Liveness()
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

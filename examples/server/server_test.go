@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +128,24 @@ func TestADrawWaitsForInitNoLongerThanItsRequest(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, draw(ctx))
 	assert.Less(t, time.Since(start), initDelay/2, "the second draw waited past its own deadline")
 	assert.Equal(t, http.StatusOK, <-first, "the first draw is served once init finishes")
+}
+
+// TestALostDeviceIsLoggedOnceWithoutAProbe: draws that hit a lost device log
+// it once, whether or not anything probes health.
+func TestALostDeviceIsLoggedOnceWithoutAProbe(t *testing.T) {
+	s := sim.New()
+	rt := device.New(s)
+	var logs bytes.Buffer // the draws run on this goroutine, and nothing else logs
+	srv, err := newServer(rt, 42, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	defer srv.Close()
+	require.NoError(t, rt.Init(context.Background()))
+	s.LoseDevice(0, 700)
+	handler := srv.Handler()
+	for range 3 {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/draw?n=4", nil))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code)
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "device lost"), "logged once:\n%s", logs.String())
 }
