@@ -77,7 +77,8 @@ type Generator struct {
 	pc  *primaryContext // nil for a host generator
 	// buf is a device generator's device memory for Generate, kept between
 	// calls (cuMemAlloc per draw costs more than the draw) and grown as
-	// needed; bufSize is its size in bytes, 0 before the first Generate.
+	// needed, up to maxBufferValues; bufSize is its size in bytes, 0 before
+	// the first Generate.
 	buf     deviceptr
 	bufSize int
 }
@@ -115,22 +116,42 @@ func (g *Generator) Generate(dst []uint32) error {
 		return randCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 	}
 	return g.pc.do(func() error {
-		size := 4 * len(dst)
-		if size > g.bufSize {
-			if err := g.freeBuffer(); err != nil {
+		for len(dst) > 0 {
+			piece := dst[:min(len(dst), maxBufferValues)]
+			if err := g.generateOnDevice(piece); err != nil {
 				return err
 			}
-			buf, r := memAlloc(size)
-			if err := check("cuMemAlloc_v2", r); err != nil {
-				return err
-			}
-			g.buf, g.bufSize = buf, size
+			dst = dst[len(piece):]
 		}
-		if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+		return nil
+	})
+}
+
+// maxBufferValues bounds a generator's device buffer to 1 MiB: a larger draw
+// runs in pieces of this many values (a multiple of 4), which continue the
+// stream exactly, so that one large draw does not keep its size of GPU
+// memory from the server's engine until Close.
+const maxBufferValues = 1 << 18
+
+// generateOnDevice draws len(dst) <= maxBufferValues values into the device
+// buffer, growing it if needed, and copies them to dst. The primary context
+// is current.
+func (g *Generator) generateOnDevice(dst []uint32) error {
+	size := 4 * len(dst)
+	if size > g.bufSize {
+		if err := g.freeBuffer(); err != nil {
 			return err
 		}
-		return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
-	})
+		buf, r := memAlloc(size)
+		if err := check("cuMemAlloc_v2", r); err != nil {
+			return err
+		}
+		g.buf, g.bufSize = buf, size
+	}
+	if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+		return err
+	}
+	return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
 }
 
 // freeBuffer frees the device buffer, if any; the primary context is current.

@@ -80,7 +80,9 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	t.Run("a generator keeps its device buffer until a draw needs more, and Close frees it", func(t *testing.T) {
 		log.Reset(t)
 		runChild(t, "TestChildGeneratorBuffer", env...)
-		assert.Equal(t, []string{"hipMalloc", "hipFree", "hipMalloc", "hipFree"}, log.Lines(t, "hipMalloc", "hipFree"), "16 values three times, then 8, then 32")
+		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*maxBufferValues), "hipFree"},
+			log.Lines(t, "hipMalloc", "hipFree"),
+			"16 values three times, then 8, then 32, then 2 buffers' worth and 8: grown to its bound and no further")
 	})
 	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
 		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
@@ -184,7 +186,7 @@ func TestChildGeneratorBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.SetSeed(42))
 	var drawn []uint32
-	for _, n := range []int{16, 16, 16, 8, 32} {
+	for _, n := range []int{16, 16, 16, 8, 32, 2*maxBufferValues + 8} {
 		buf := make([]uint32, n)
 		require.NoError(t, g.Generate(buf))
 		drawn = append(drawn, buf...)

@@ -82,8 +82,9 @@ type Generator struct {
 	gen     C.hiprandGenerator_t
 	ordinal int
 	// buf is device memory for Generate, kept between calls (hipMalloc per
-	// draw costs more than the draw) and grown as needed; bufSize is its size
-	// in bytes, 0 before the first Generate.
+	// draw costs more than the draw) and grown as needed, up to
+	// maxBufferValues; bufSize is its size in bytes, 0 before the first
+	// Generate.
 	buf     unsafe.Pointer
 	bufSize int
 }
@@ -106,22 +107,42 @@ func (g *Generator) Generate(dst []uint32) error {
 		return nil
 	}
 	return onDevice(g.ordinal, func() error {
-		size := 4 * len(dst)
-		if size > g.bufSize {
-			if err := g.freeBuffer(); err != nil {
+		for len(dst) > 0 {
+			piece := dst[:min(len(dst), maxBufferValues)]
+			if err := g.generateOnDevice(piece); err != nil {
 				return err
 			}
-			buf, r := malloc(size)
-			if err := check("hipMalloc", r); err != nil {
-				return err
-			}
-			g.buf, g.bufSize = buf, size
+			dst = dst[len(piece):]
 		}
-		if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+		return nil
+	})
+}
+
+// maxBufferValues bounds a generator's device buffer to 1 MiB: a larger draw
+// runs in pieces of this many values (a multiple of 4), which continue the
+// stream exactly, so that one large draw does not keep its size of GPU
+// memory from the server's engine until Close.
+const maxBufferValues = 1 << 18
+
+// generateOnDevice draws len(dst) <= maxBufferValues values into the device
+// buffer, growing it if needed, and copies them to dst. The device is
+// current.
+func (g *Generator) generateOnDevice(dst []uint32) error {
+	size := 4 * len(dst)
+	if size > g.bufSize {
+		if err := g.freeBuffer(); err != nil {
 			return err
 		}
-		return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
-	})
+		buf, r := malloc(size)
+		if err := check("hipMalloc", r); err != nil {
+			return err
+		}
+		g.buf, g.bufSize = buf, size
+	}
+	if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+		return err
+	}
+	return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
 }
 
 // freeBuffer frees the device buffer, if any; the device is current.

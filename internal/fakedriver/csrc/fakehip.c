@@ -123,7 +123,9 @@ hipError_t hipSetDevice(int d) {
 }
 
 hipError_t hipMalloc(void **p, size_t n) {
-	hipError_t r = enter("hipMalloc");
+	char call[64];
+	snprintf(call, sizeof call, "hipMalloc %zu", n);
+	hipError_t r = enter(call);
 	if (r) return r;
 	if (!p) return 1;
 	*p = malloc(n ? n : 1);
