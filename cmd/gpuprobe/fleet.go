@@ -135,8 +135,8 @@ func writeAtomically(path string, data []byte) error {
 // oneShotTTL is how long the labels of a single run (no -interval) last.
 const oneShotTTL = time.Hour
 
-// writeFleetFiles writes the files cfg asks for, from r; the labels expire
-// ttl after now.
+// writeFleetFiles writes the files cfg asks for, from r, at now; the labels
+// expire ttl after now.
 func writeFleetFiles(cfg config, r report, now time.Time, ttl time.Duration) error {
 	if cfg.nfdFile != "" {
 		if err := writeAtomically(cfg.nfdFile, nfdFeatures(r, now, ttl)); err != nil {

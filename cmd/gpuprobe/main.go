@@ -144,11 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.interval > 0 {
 		return runRounds(ctx, cfg, len(selected), stdout, stderr)
 	}
-	start := time.Now()
 	rep := probe(ctx, cfg, selected, stderr)
 	if sig := interrupted(); sig != nil {
 		rep.markInterrupted(sig)
-	} else if err := writeFleetFiles(cfg, rep, start, oneShotTTL); err != nil {
+	} else if err := writeFleetFiles(cfg, rep, time.Now(), oneShotTTL); err != nil {
 		fmt.Fprintln(stderr, "gpuprobe:", err)
 		rep.ExitCode = max(rep.ExitCode, exitFailed)
 	}

@@ -42,7 +42,9 @@ func runRounds(ctx context.Context, cfg config, scenarios int, stdout, stderr io
 			fmt.Fprintf(stderr, "gpuprobe: stopped during round %d\n", round)
 			return exitOK
 		}
-		if err := writeFleetFiles(cfg, rep, start, ttl); err != nil {
+		// The expiry counts from the write: rounds that hang one after
+		// another write at most interval + limit apart, within ttl.
+		if err := writeFleetFiles(cfg, rep, time.Now(), ttl); err != nil {
 			fmt.Fprintln(stderr, "gpuprobe:", err)
 		}
 		fmt.Fprintf(stderr, "gpuprobe: round %d: %s (exit %d)\n", round, rep.verdict(), rep.ExitCode)
