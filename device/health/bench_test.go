@@ -2,6 +2,8 @@ package health_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -19,7 +21,7 @@ func benchmarkHandler(b *testing.B, handler func(*health.Health) http.Handler) {
 	if err := rt.Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	h := health.New(rt)
+	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer h.Close()
 	hh := handler(h)
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
