@@ -54,6 +54,22 @@ func doorScenarios() map[string]func() error {
 			}
 			return <-started
 		},
+		"door/err-error-reenters": func() error {
+			// Init wraps ctx.Err()'s error, whose Error method is the
+			// caller's code too: formatting it under the lock would hang.
+			i := New(nil)
+			var inner error = errors.New("Error was not called")
+			ctx := errContext{Context: context.Background(), err: reenteringError{func() { inner = i.Init(context.Background()) }}}
+			err := i.Init(ctx)
+			if inner != nil { // before anything here calls err.Error itself
+				return fmt.Errorf("the Init made from Error returned %v", inner)
+			}
+			var re reenteringError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "not started") {
+				return fmt.Errorf("Init returned %v, want the context's error wrapped", err)
+			}
+			return nil
+		},
 		"door/nil-context": func() error {
 			//lint:ignore SA1012 a nil Context is the case under test
 			return panicsAtTheDoor(nil, "Init", false)
@@ -69,6 +85,19 @@ func doorScenarios() map[string]func() error {
 		},
 	}
 }
+
+// errContext is a Context whose Err reports err.
+type errContext struct {
+	context.Context
+	err error
+}
+
+func (c errContext) Err() error { return c.err }
+
+// reenteringError is an error whose Error method runs reenter.
+type reenteringError struct{ reenter func() }
+
+func (e reenteringError) Error() string { e.reenter(); return "re-entering error" }
 
 // panicsAtTheDoor checks that Init(ctx), or Call(ctx, f) for op "Call",
 // panics with a message that names op and says what is wrong, and that the

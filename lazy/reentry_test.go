@@ -193,6 +193,9 @@ func runChildScenarioIfAsked() {
 	if door, isDoor := doorScenarios()[name]; isDoor {
 		sc, ok = func(func(Func) initCaller) error { return door() }, true
 	}
+	if own, isOwn := processScenarios()[name]; isOwn {
+		sc, ok = func(func(Func) initCaller) error { return own() }, true
+	}
 	if !ok {
 		fmt.Fprintln(os.Stderr, "unknown scenario", name)
 		os.Exit(2)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -189,4 +190,33 @@ func TestWatchdogDefaultThreshold(t *testing.T) {
 	var o options
 	WithWatchdog(-time.Second)(&o)
 	assert.Zero(t, o.threshold())
+}
+
+// processScenarios change what the whole process shares (slog's default, its
+// stderr), so they run in a child of their own.
+func processScenarios() map[string]func() error {
+	return map[string]func() error{
+		"watchdog/default-logger-panics": func() error {
+			var calls atomic.Int32
+			slog.SetDefault(slog.New(panickingHandler{calls: &calls}))
+			i := New(workUntil(func() bool { return calls.Load() >= 1 }), WithWatchdog(10*time.Millisecond))
+			if err := i.Init(context.Background()); err != nil {
+				return err
+			}
+			// The report is written right after the panic, on the timer's
+			// goroutine; give it time before the child exits.
+			time.Sleep(time.Second)
+			return nil
+		},
+	}
+}
+
+// TestWatchdogReportsAPanicOfTheDefaultLoggerOnStderr: when the logger that
+// panicked is slog.Default itself, there is no logger left to report through,
+// so the report goes to stderr, once.
+func TestWatchdogReportsAPanicOfTheDefaultLoggerOnStderr(t *testing.T) {
+	r := runScenario(t, "watchdog/default-logger-panics", "fixed", 30*time.Second)
+	require.Equal(t, hangcheck.OK, r.Verdict, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	assert.Equal(t, 1, strings.Count(r.Stderr, "lazy: the watchdog's logger panicked"), "stderr:\n%s", r.Stderr)
+	assert.Contains(t, r.Stderr, "handler exploded")
 }
