@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
@@ -77,7 +78,7 @@ type Generator struct {
 	pc  *primaryContext // nil for a host generator
 	// buf is a device generator's device memory for Generate, kept between
 	// calls (cuMemAlloc per draw costs more than the draw) and grown as
-	// needed, up to maxBufferValues; bufSize is its size in bytes, 0 before
+	// needed, up to drawbuf.MaxValues; bufSize is its size in bytes, 0 before
 	// the first Generate.
 	buf     deviceptr
 	bufSize int
@@ -116,24 +117,11 @@ func (g *Generator) Generate(dst []uint32) error {
 		return randCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 	}
 	return g.pc.do(func() error {
-		for len(dst) > 0 {
-			piece := dst[:min(len(dst), maxBufferValues)]
-			if err := g.generateOnDevice(piece); err != nil {
-				return err
-			}
-			dst = dst[len(piece):]
-		}
-		return nil
+		return drawbuf.InPieces(dst, g.generateOnDevice)
 	})
 }
 
-// maxBufferValues bounds a generator's device buffer to 1 MiB: a larger draw
-// runs in pieces of this many values (a multiple of 4), which continue the
-// stream exactly, so that one large draw does not keep its size of GPU
-// memory from the server's engine until Close.
-const maxBufferValues = 1 << 18
-
-// generateOnDevice draws len(dst) <= maxBufferValues values into the device
+// generateOnDevice draws len(dst) <= drawbuf.MaxValues values into the device
 // buffer, growing it if needed, and copies them to dst. The primary context
 // is current.
 func (g *Generator) generateOnDevice(dst []uint32) error {

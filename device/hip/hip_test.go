@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
@@ -80,7 +81,7 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	t.Run("a generator keeps its device buffer until a draw needs more, and Close frees it", func(t *testing.T) {
 		log.Reset(t)
 		runChild(t, "TestChildGeneratorBuffer", env...)
-		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*maxBufferValues), "hipFree"},
+		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*drawbuf.MaxValues), "hipFree"},
 			log.Lines(t, "hipMalloc", "hipFree"),
 			"16 values three times, then 8, then 32, then 2 buffers' worth and 8: grown to its bound and no further")
 	})
@@ -186,7 +187,7 @@ func TestChildGeneratorBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.SetSeed(42))
 	var drawn []uint32
-	for _, n := range []int{16, 16, 16, 8, 32, 2*maxBufferValues + 8} {
+	for _, n := range []int{16, 16, 16, 8, 32, 2*drawbuf.MaxValues + 8} {
 		buf := make([]uint32, n)
 		require.NoError(t, g.Generate(buf))
 		drawn = append(drawn, buf...)

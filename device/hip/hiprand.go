@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
 )
@@ -83,7 +84,7 @@ type Generator struct {
 	ordinal int
 	// buf is device memory for Generate, kept between calls (hipMalloc per
 	// draw costs more than the draw) and grown as needed, up to
-	// maxBufferValues; bufSize is its size in bytes, 0 before the first
+	// drawbuf.MaxValues; bufSize is its size in bytes, 0 before the first
 	// Generate.
 	buf     unsafe.Pointer
 	bufSize int
@@ -107,24 +108,11 @@ func (g *Generator) Generate(dst []uint32) error {
 		return nil
 	}
 	return onDevice(g.ordinal, func() error {
-		for len(dst) > 0 {
-			piece := dst[:min(len(dst), maxBufferValues)]
-			if err := g.generateOnDevice(piece); err != nil {
-				return err
-			}
-			dst = dst[len(piece):]
-		}
-		return nil
+		return drawbuf.InPieces(dst, g.generateOnDevice)
 	})
 }
 
-// maxBufferValues bounds a generator's device buffer to 1 MiB: a larger draw
-// runs in pieces of this many values (a multiple of 4), which continue the
-// stream exactly, so that one large draw does not keep its size of GPU
-// memory from the server's engine until Close.
-const maxBufferValues = 1 << 18
-
-// generateOnDevice draws len(dst) <= maxBufferValues values into the device
+// generateOnDevice draws len(dst) <= drawbuf.MaxValues values into the device
 // buffer, growing it if needed, and copies them to dst. The device is
 // current.
 func (g *Generator) generateOnDevice(dst []uint32) error {
