@@ -11,14 +11,13 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func simBackend(opts ...sim.Option) device.Backend { return sim.New(opts...) }
 
 func TestSimMeetsTheBackendContract(t *testing.T) {
 	t.Run("with devices", func(t *testing.T) { devicetest.TestBackend(t, sim.New(), devicetest.GeneratorsDraw(philox.FillCURAND)) })
@@ -110,118 +109,8 @@ func TestDevicesReturnsACopy(t *testing.T) {
 	assert.NotEqual(t, "changed", d0.Name)
 }
 
-// registrations numbers the backends tests register, so that -count=N
-// registers a new name each time in the process's registry.
-var registrations atomic.Int32
-
-// register registers open under base and a number of its own, and returns
-// the name.
-func register(base string, open func() (device.Backend, error)) string {
-	name := fmt.Sprintf("%s%d", base, registrations.Add(1))
-	device.Register(name, open)
-	return name
-}
-
-func TestRegisterPanicsOnProgrammingErrors(t *testing.T) {
-	dup := register("dup", func() (device.Backend, error) { return sim.New(), nil })
-	before := device.Backends()
-	open := func() (device.Backend, error) { return sim.New(), nil }
-	for _, tc := range []struct {
-		name string
-		fn   func()
-		want string
-	}{
-		{"twice", func() { device.Register(dup, open) }, "device: Register: backend " + dup + " registered twice"},
-		{"nil opener", func() { device.Register("x", nil) }, "device: Register: nil opener for backend x"},
-		{"empty name", func() { device.Register("", open) }, `device: Register: "" is not a backend name`},
-		{"auto", func() { device.Register("auto", open) }, `device: Register: "auto" is not a backend name`},
-	} {
-		t.Run(tc.name, func(t *testing.T) { assert.PanicsWithValue(t, tc.want, tc.fn) })
-	}
-	assert.Equal(t, before, device.Backends(), "a refused Register leaves nothing behind")
-}
-
-func TestOpenOfAMissingBackendSaysWhy(t *testing.T) {
-	_, err := device.Open("nosuch")
-	assert.ErrorIs(t, err, device.ErrNotCompiled)
-	assert.ErrorContains(t, err, `unknown backend "nosuch"`)
-	assert.ErrorContains(t, err, "forgotten import?")
-
-	// A shipped backend that nothing imported: the error names the import.
-	runChild(t, "unregistered-shipped-backend")
-	runChild(t, "unavailable-backend")
-}
-
-func TestFailedOpenCachesNothing(t *testing.T) {
-	var opens atomic.Int64
-	flaky := register("flaky", func() (device.Backend, error) {
-		if opens.Add(1) == 1 {
-			return nil, errors.New("bad configuration")
-		}
-		return sim.New(), nil
-	})
-	_, err := device.Open(flaky)
-	assert.ErrorContains(t, err, "opening backend "+flaky+": bad configuration")
-	r, err := device.Open(flaky)
-	require.NoError(t, err, "a later Open tries again")
-	again, err := device.Open(flaky)
-	require.NoError(t, err)
-	assert.Same(t, r, again)
-	assert.Equal(t, int64(2), opens.Load(), "the opener runs until it succeeds, then never again")
-}
-
-func TestOpenCallsTheOpenerWithoutALockAndOnlyOnce(t *testing.T) {
-	var opens atomic.Int64
-	release := make(chan struct{})
-	slow := register("slow-opener", func() (device.Backend, error) {
-		opens.Add(1)
-		// An opener that calls Open for another backend must not deadlock.
-		if _, err := device.Open("sim"); err != nil {
-			return nil, err
-		}
-		<-release
-		return sim.New(), nil
-	})
-	var wg sync.WaitGroup
-	runtimes := make([]*device.Runtime, 8)
-	for k := range runtimes {
-		wg.Go(func() {
-			r, err := device.Open(slow)
-			assert.NoError(t, err)
-			runtimes[k] = r
-		})
-	}
-	for opens.Load() == 0 {
-		runtime.Gosched()
-	}
-	_, err := device.Open("sim") // the registry is not held while an opener runs
-	require.NoError(t, err)
-	close(release)
-	wg.Wait()
-	assert.Equal(t, int64(1), opens.Load(), "concurrent Opens share one opener call")
-	for _, r := range runtimes {
-		assert.Same(t, runtimes[0], r)
-	}
-}
-
-func TestOpenReadsEnvironment(t *testing.T) {
-	t.Setenv(device.EnvBackend, " sim ")
-	r, err := device.Open("")
-	require.NoError(t, err)
-	assert.Equal(t, "sim", r.Name())
-}
-
-func TestKnownNamesTheShippedBackends(t *testing.T) {
-	assert.Equal(t, []string{"cuda", "hip"}, device.AutoOrder())
-	known := device.Known()
-	assert.Equal(t, "auto", known[0])
-	for _, name := range []string{"cuda", "hip", "sim"} {
-		assert.Contains(t, known, name)
-	}
-}
-
 func TestCodeTableNamesEveryCode(t *testing.T) {
-	table := &device.CodeTable{Backend: "x", Unnamed: "xResult", Codes: map[int]device.Code{
+	table := &driver.CodeTable{Backend: "x", Unnamed: "xResult", Codes: map[int]driver.Code{
 		7: {Name: "X_NO_DEVICE", Sentinel: device.ErrNoDevice, Hint: "plug one in"},
 	}}
 	for _, tc := range []struct {
@@ -263,20 +152,29 @@ func TestStickyErrorsLoseTheDeviceOthersAreCounted(t *testing.T) {
 	r := device.New(s)
 	require.NoError(t, r.Init(ctx))
 	assert.False(t, r.AnyLost())
-	assert.False(t, r.ReportError(0, errors.New("a timeout of the engine's own")), "not a driver error: counted")
-	de := r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 1)
+	assert.NoError(t, r.ReportError(0, errors.New("a timeout of the engine's own")), "not a driver error: counted")
+	de, err := r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 1)
+	assert.NoError(t, err)
 	assert.False(t, de.Sticky)
 	assert.False(t, r.AnyLost())
 	assert.Equal(t, map[int]int64{0: 2}, r.ErrorCounts())
+	de, err = r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 0)
+	assert.Nil(t, de, "code 0 is success")
+	assert.NoError(t, err)
+	assert.Equal(t, map[int]int64{0: 2}, r.ErrorCounts(), "and records nothing")
 
 	s.LoseDevice(1, 700)
-	err := r.Do(ctx, 1, func() error { return nil })
-	require.Error(t, err)
-	assert.True(t, r.ReportError(1, err), "700 is sticky: device 1 is lost")
-	assert.True(t, r.ReportError(1, nil), "and stays lost")
-	de = r.ReportDriverCode(0, "cuLaunchKernel", 719)
+	doErr := r.Do(ctx, 1, func() error { return nil })
+	require.Error(t, doErr)
+	assert.ErrorIs(t, r.ReportError(1, doErr), device.ErrDeviceLost, "700 is sticky: device 1 is lost")
+	assert.ErrorIs(t, r.ReportError(1, nil), device.ErrDeviceLost, "and stays lost")
+	assert.NoError(t, r.ReportError(0, nil), "device 0 is not")
+	de, err = r.ReportDriverCode(0, "cuLaunchKernel", 719)
 	assert.True(t, de.Sticky)
 	assert.Equal(t, "CUDA_ERROR_LAUNCH_FAILED", de.Name)
+	var lostErr device.LostDevice
+	require.ErrorAs(t, err, &lostErr)
+	assert.Equal(t, 0, lostErr.Ordinal)
 	lost := r.Lost()
 	require.Len(t, lost, 2)
 	assert.Equal(t, 0, lost[0].Ordinal)
@@ -313,25 +211,6 @@ func TestNoBackendErrorMatchesOneSummary(t *testing.T) {
 			assert.Equal(t, tc.want != device.ErrNotCompiled, errors.As(e, &de), "each backend's DriverError is reachable by errors.As")
 		})
 	}
-}
-
-func TestAnOpenerThatCallsGoexitReleasesEveryWaiter(t *testing.T) {
-	var opens atomic.Int64
-	goexit := register("goexit", func() (device.Backend, error) {
-		if opens.Add(1) == 1 {
-			runtime.Goexit()
-		}
-		return sim.New(), nil
-	})
-	done := make(chan error)
-	go func() {
-		defer close(done)
-		_, _ = device.Open(goexit) // this goroutine exits inside the opener
-	}()
-	<-done
-	r, err := device.Open(goexit)
-	require.NoError(t, err, "the registry is not left waiting for the first opener")
-	assert.NotNil(t, r)
 }
 
 // TestDriverFloorHoldsForEveryRuntime: a backend initializes once per
@@ -373,7 +252,7 @@ func TestDriverFloorHoldsForEveryRuntime(t *testing.T) {
 func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		backend device.Backend
+		backend driver.Backend
 		capable bool
 	}{
 		{"sim", sim.New(), true},
@@ -388,7 +267,7 @@ func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 			_, total, memErr := r.MemoryInfo(ctx, 0)
 			ran := false
 			doErr := r.Do(ctx, 0, func() error { ran = true; return nil })
-			classified := r.ReportDriverCode(1, "cuLaunchKernel", 700)
+			classified, _ := r.ReportDriverCode(1, "cuLaunchKernel", 700)
 			if !tc.capable {
 				assert.ErrorIs(t, memErr, device.ErrNotSupported)
 				assert.ErrorIs(t, doErr, device.ErrNotSupported)
@@ -408,7 +287,7 @@ func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 }
 
 // coreOnly hides every optional interface of the Backend it holds.
-type coreOnly struct{ b device.Backend }
+type coreOnly struct{ b driver.Backend }
 
 func (c coreOnly) Name() string                            { return c.b.Name() }
 func (c coreOnly) Init(ctx context.Context) error          { return c.b.Init(ctx) }

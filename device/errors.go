@@ -2,101 +2,41 @@ package device
 
 import (
 	"errors"
-	"fmt"
 	"strings"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// Sentinel errors. Backends wrap raw driver codes in a *DriverError whose Is
-// reports the sentinel the code means, so callers test with errors.Is.
+// The sentinel errors, shared with package driver so that backends and
+// servers test for the same values with errors.Is. A *DriverError reports the
+// sentinel its raw code means.
 var (
 	// ErrNoDevice: the driver works but sees no usable GPU.
-	ErrNoDevice = errors.New("device: no GPU device found")
+	ErrNoDevice = driver.ErrNoDevice
 	// ErrDriverNotFound: the driver library or kernel module is missing.
-	ErrDriverNotFound = errors.New("device: GPU driver not found")
+	ErrDriverNotFound = driver.ErrDriverNotFound
 	// ErrDriverMismatch: the driver is too old for the runtime, lacks a
 	// function this backend needs, or its user and kernel parts differ.
-	ErrDriverMismatch = errors.New("device: GPU driver version mismatch")
+	ErrDriverMismatch = driver.ErrDriverMismatch
 	// ErrInvalidDevice: an ordinal outside 0..count-1.
-	ErrInvalidDevice = errors.New("device: invalid device ordinal")
+	ErrInvalidDevice = driver.ErrInvalidDevice
 	// ErrNotCompiled: the backend is not in this binary, because its package
 	// was not imported or because the build could not have it (no cgo).
-	ErrNotCompiled = errors.New("device: backend not compiled in")
+	ErrNotCompiled = driver.ErrNotCompiled
 	// ErrNotSupported: the backend lacks an optional feature, or the library
 	// that provides it (generators without libcurand) could not be loaded.
-	ErrNotSupported = errors.New("device: not supported by this backend")
+	ErrNotSupported = driver.ErrNotSupported
 	// ErrNotInitialized: the backend cannot answer before Init without
 	// initializing, and it never initializes on its own.
-	ErrNotInitialized = errors.New("device: not initialized yet")
+	ErrNotInitialized = driver.ErrNotInitialized
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the
-// vendor library gives them, and a hint for the person reading the log. A
-// library that could not be loaded is a DriverError too, with Op "dlopen",
-// Code 0, the loader's own message and the names tried.
-type DriverError struct {
-	Backend  string // "cuda", "hip", "sim"
-	Op       string // the call that failed, e.g. "cuInit", or "dlopen"
-	Code     int    // the raw driver code, e.g. 100; 0 for a loader failure
-	Name     string // the code's name, e.g. "CUDA_ERROR_NO_DEVICE"
-	Message  string // the driver's (or the loader's) description
-	Hint     string // what to check or do next; may be empty
-	Sentinel error  // the sentinel this code means, or nil
-	// Sticky reports that the code leaves the device unusable for the rest
-	// of the process (CUDA 700, 719, 214 and the like).
-	Sticky bool
-}
+// vendor library gives them, and a hint; see driver.DriverError.
+type DriverError = driver.DriverError
 
-// Error says which backend and call failed, with the raw code, its name, the
-// driver's description and the hint.
-func (e *DriverError) Error() string {
-	s := e.Backend + ": " + e.Op + " failed"
-	if e.Name != "" || e.Code != 0 {
-		s += fmt.Sprintf(": %s (%d)", e.Name, e.Code)
-	}
-	if e.Message != "" && e.Message != e.Name {
-		s += ": " + e.Message
-	}
-	if e.Hint != "" {
-		s += "; " + e.Hint
-	}
-	return s
-}
-
-// Is reports whether target is the sentinel this driver code maps onto.
-func (e *DriverError) Is(target error) bool {
-	return e.Sentinel != nil && target == e.Sentinel
-}
-
-// Code is what a backend knows of one raw driver code beyond the driver's own
-// strings.
-type Code struct {
-	Name     string // used when the driver cannot name the code
-	Sentinel error  // the sentinel the code means, or nil
-	Hint     string // what to check or do next
-	Sticky   bool   // the code leaves the device unusable for the process
-}
-
-// CodeTable maps one backend's raw codes (a CUresult, a hipError_t, a cuRAND
-// status) onto names, sentinels and hints, for building DriverErrors.
-type CodeTable struct {
-	Backend string       // "cuda", "hip"
-	Unnamed string       // the name of a code that neither the driver nor Codes names, e.g. "CUresult"
-	Codes   map[int]Code // the codes users meet
-}
-
-// Error builds the DriverError for op's raw code. name and message are the
-// driver's own strings where it gave them; the table fills in the rest.
-func (t *CodeTable) Error(op string, code int, name, message string) *DriverError {
-	info := t.Codes[code]
-	if name == "" {
-		name = info.Name
-	}
-	if name == "" {
-		name = t.Unnamed
-	}
-	return &DriverError{Backend: t.Backend, Op: op, Code: code, Name: name, Message: message,
-		Hint: info.Hint, Sentinel: info.Sentinel, Sticky: info.Sticky}
-}
+// Info describes one device, as read once at initialization; see driver.Info.
+type Info = driver.Info
 
 // NoBackendError is why "auto" found no usable GPU backend: what each backend
 // it tried said, in the order tried. errors.Is matches one summary sentinel:

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuinit/gpuinit/device"
-	_ "github.com/gpuinit/gpuinit/device/sim" // or device/backends, for every backend
+	"github.com/gpuinit/gpuinit/device/sim" // or _ device/backends, for every backend
 )
 
 // Open is cheap and touches no driver; the first query initializes.
@@ -29,7 +29,7 @@ func ExampleOpen() {
 
 // LazyCall queues work until the first initialization, then runs it at once.
 func ExampleRuntime_LazyCall() {
-	rt := device.New(simBackend())
+	rt := device.New(sim.New())
 	ctx := context.Background()
 	_ = rt.LazyCall(ctx, func(context.Context) error {
 		fmt.Println("runs right after the driver's init")

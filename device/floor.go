@@ -1,36 +1,45 @@
 package device
 
 import (
-	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// minDriverKey carries the driver floors a Runtime asks of its backend's Init.
-type minDriverKey struct{}
-
-// MinDriverVersion returns the oldest version of backend's driver that the
-// Runtime initializing through ctx accepts, in that backend's own numbering
-// (CUDA: 12040 for 12.4), or 0 when it sets none. Backends call it from Init
-// and fail with ErrDriverMismatch, naming both versions, on an older driver;
-// each backend also has its own floor.
-func MinDriverVersion(ctx context.Context, backend string) int {
-	floors, _ := ctx.Value(minDriverKey{}).(map[string]int)
-	return floors[backend]
-}
-
-// RequireDriverVersion raises the oldest version of backend's driver ("cuda",
-// "hip") this Runtime accepts to version, in that backend's own numbering
-// (CUDA: 12040 for 12.4; HIP: hipDriverGetVersion's), for a server whose own
-// engine's runtime needs more than the backend does. It must be called before
-// the first Init: once initialization has read the floors it changes nothing
-// and returns an error.
+// RequireDriverVersion raises the oldest version of backend's driver this
+// Runtime accepts to version, in that backend's own numbering (CUDA: 12040 for
+// 12.4; HIP: hipDriverGetVersion's), for a server whose own engine's runtime
+// needs more than the backend does. backend must be one the Runtime can
+// initialize (its own, or one of auto's candidates) and version positive;
+// anything else is refused with an error, since it would never apply.
+//
+// The floor is checked after the backend's Init, for every Runtime, whichever
+// first initialized the process's driver: under auto a candidate below it is
+// passed over like one that failed, and a named backend fails with an error
+// wrapping ErrDriverMismatch that names both versions. It must be called
+// before the first Init: once initialization has read the floors it changes
+// nothing and returns an error.
 func (r *Runtime) RequireDriverVersion(backend string, version int) error {
+	if !slices.ContainsFunc(r.candidates, func(reg driver.Registration) bool { return reg.Name == backend }) {
+		names := make([]string, len(r.candidates))
+		for i, reg := range r.candidates {
+			names[i] = fmt.Sprintf("%q", reg.Name)
+		}
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d): the %s runtime initializes only %s, so that floor would never apply",
+			backend, version, r.Name(), strings.Join(names, " or "))
+	}
+	if version <= 0 {
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d): want a positive version in the %s driver's numbering (CUDA: 12040 for 12.4)",
+			backend, version, backend)
+	}
 	r.floor.mu.Lock()
 	defer r.floor.mu.Unlock()
 	if r.floor.read {
-		return fmt.Errorf("device: RequireDriverVersion(%s, %d) on a runtime that has started initializing: call it before the first Init", backend, version)
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d) on a runtime that has started initializing: call it before the first Init", backend, version)
 	}
 	if r.floor.versions == nil {
 		r.floor.versions = map[string]int{}
@@ -46,36 +55,29 @@ type driverFloors struct {
 	read     bool // initialization has read them: too late to change
 }
 
-// withDriverFloors is the context the backend's Init gets; it marks the floors
-// read, so that a later RequireDriverVersion fails instead of being ignored.
-func (r *Runtime) withDriverFloors(ctx context.Context) context.Context {
+// readFloors returns the floors by backend name and marks them read, so that
+// a later RequireDriverVersion fails instead of being ignored.
+func (r *Runtime) readFloors() map[string]int {
 	r.floor.mu.Lock()
 	defer r.floor.mu.Unlock()
 	r.floor.read = true
-	if len(r.floor.versions) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, minDriverKey{}, maps.Clone(r.floor.versions))
+	return maps.Clone(r.floor.versions)
 }
 
-// checkDriverFloor applies the floor ctx carries for b (the Runtime's
-// RequireDriverVersion, through withDriverFloors) once b is initialized.
-// Backends check the floor before they initialize the driver, but they
-// initialize once per process: a second Runtime over an initialized backend,
-// or one whose backend ignores the floor, reaches no check there. This one
-// holds for every Runtime and backend; under auto it runs for each candidate,
-// so that one too old is passed over like one that failed Init.
-func checkDriverFloor(ctx context.Context, b Backend) error {
-	need := MinDriverVersion(ctx, b.Name())
+// checkDriverFloor applies the floor need (0: none) to b, which Init has
+// initialized. Backends check their own floor before initializing the
+// driver, but they initialize once per process, so a second Runtime's floor
+// could reach no check there; this one holds for every Runtime and backend.
+func checkDriverFloor(b driver.Backend, name string, need int) error {
 	if need == 0 {
 		return nil
 	}
 	v, err := b.DriverVersion()
 	if err != nil {
-		return fmt.Errorf("device: checking the %s driver against RequireDriverVersion(%d): %w", b.Name(), need, err)
+		return fmt.Errorf("device: checking the %s driver against RequireDriverVersion(%d): %w", name, need, err)
 	}
 	if v < need {
-		return &DriverError{Backend: b.Name(), Op: "DriverVersion", Sentinel: ErrDriverMismatch,
+		return &DriverError{Backend: name, Op: "DriverVersion", Sentinel: ErrDriverMismatch,
 			Message: fmt.Sprintf("the driver reports %d, this runtime requires %d (RequireDriverVersion)", v, need),
 			Hint:    "upgrade the driver, or lower the version passed to RequireDriverVersion"}
 	}

@@ -7,19 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // ErrDeviceLost is wrapped by the error a lost device's reports carry: the
 // device reported a sticky error and is unusable for the rest of the process.
 var ErrDeviceLost = errors.New("device: device lost")
-
-// ErrorClassifier is implemented by backends that can turn a raw code from a
-// server's own driver calls into a *DriverError: its name, hint, sentinel and
-// whether it is sticky (CUDA 700, 719, 214 and the like leave the context
-// unusable; HIP has the equivalents).
-type ErrorClassifier interface {
-	DriverError(op string, code int) *DriverError
-}
 
 // LostDevice is a device that reported a sticky error.
 type LostDevice struct {
@@ -46,54 +40,93 @@ func (l *lostDevices) list() []LostDevice {
 	return nil
 }
 
-// has reports whether device ordinal is lost.
-func (l *lostDevices) has(ordinal int) bool {
-	return slices.ContainsFunc(l.list(), func(d LostDevice) bool { return d.Ordinal == ordinal })
+// find returns device ordinal's loss, if it is lost.
+func (l *lostDevices) find(ordinal int) (LostDevice, bool) {
+	for _, d := range l.list() {
+		if d.Ordinal == ordinal {
+			return d, true
+		}
+	}
+	return LostDevice{}, false
 }
 
-// ReportDriverCode records a raw driver code that the server's engine got
-// from device ordinal in its own cgo call op (cuLaunchKernel, say). The
-// backend classifies it (an ErrorClassifier); a sticky code marks the device
-// lost for the rest of the process, any other is counted. It returns the
-// classified error, for the server's log.
-func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) *DriverError {
-	var de *DriverError
-	if c, ok := Capability[ErrorClassifier](r.Backend()); ok {
-		de = c.DriverError(op, code)
-	} else {
-		de = &DriverError{Backend: r.Name(), Op: op, Code: code, Name: "unclassified"}
+// ReportDriverCode classifies a raw driver code that the server's engine got
+// from device ordinal in its own cgo call op (cuLaunchKernel, say), and
+// records it as ReportError does. The classification is the backend's: its
+// driver.ErrorClassifier, else its registration's Classify, which works
+// before the driver is loaded; for auto before its choice, or a backend
+// without either, the code's name is "unclassified". de is nil for code 0
+// (success), which records nothing. err is ReportError's result.
+func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) (de *DriverError, err error) {
+	if code == 0 {
+		return nil, nil
 	}
-	r.ReportError(ordinal, de)
-	return de
+	de = r.classify(op, code)
+	return de, r.ReportError(ordinal, de)
+}
+
+// classify is ReportDriverCode's classification of code.
+func (r *Runtime) classify(op string, code int) *DriverError {
+	reg := r.Registration()
+	if b := r.Backend(); b != nil {
+		if c, ok := driver.Capability[driver.ErrorClassifier](b); ok {
+			return c.DriverError(op, code)
+		}
+	} else if !r.auto {
+		reg = r.candidates[0]
+	}
+	if reg.Classify != nil {
+		return reg.Classify(op, code)
+	}
+	return &DriverError{Backend: r.Name(), Op: op, Code: code, Name: "unclassified",
+		Message: "no classifier: auto has not chosen a backend, or the backend has none"}
 }
 
 // ReportError records an error that an operation on device ordinal returned.
 // A *DriverError marked Sticky marks the device lost for the rest of the
-// process (the first such error is kept); anything else is counted. It
-// reports whether the device is lost now. Safe from many goroutines; it never
-// blocks on initialization and never calls into the backend.
-func (r *Runtime) ReportError(ordinal int, err error) (lost bool) {
-	if err == nil {
-		return r.lost.has(ordinal)
+// process (the first such error is kept); anything else is counted. Safe from
+// many goroutines; it never blocks on initialization and never calls into the
+// backend.
+//
+// It returns nil when the report was recorded and the device is usable; the
+// device's LostDevice (which wraps ErrDeviceLost) when it is lost, now or
+// before; and, recording nothing, an error wrapping ErrInvalidDevice when
+// ordinal names no device, which before the devices are known (until the
+// driver's init has succeeded) wraps ErrNotInitialized too: a server reports
+// errors of calls it made on a device the Runtime found. A nil err records
+// nothing and reports whether the device is lost.
+func (r *Runtime) ReportError(ordinal int, err error) error {
+	if cerr := r.CheckOrdinal(ordinal); cerr != nil {
+		if err == nil {
+			return cerr
+		}
+		return fmt.Errorf("device: report not recorded: %w (the error reported: %w)", cerr, err)
+	}
+	if lost, ok := r.lost.find(ordinal); ok || err == nil {
+		if ok {
+			return lost
+		}
+		return nil
 	}
 	var de *DriverError
 	sticky := errors.As(err, &de) && de.Sticky
 	r.lost.mu.Lock()
 	defer r.lost.mu.Unlock()
-	if r.lost.has(ordinal) {
-		return true
+	if lost, ok := r.lost.find(ordinal); ok {
+		return lost
 	}
 	if !sticky {
 		if r.lost.counts == nil {
 			r.lost.counts = map[int]int64{}
 		}
 		r.lost.counts[ordinal]++
-		return false
+		return nil
 	}
-	devices := append(slices.Clone(r.lost.list()), LostDevice{Ordinal: ordinal, Err: de, At: time.Now()})
+	lost := LostDevice{Ordinal: ordinal, Err: de, At: time.Now()}
+	devices := append(slices.Clone(r.lost.list()), lost)
 	slices.SortFunc(devices, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
 	r.lost.devices.Store(&devices)
-	return true
+	return lost
 }
 
 // Lost lists the devices lost so far, by ordinal, in a slice of the caller's.

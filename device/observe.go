@@ -5,17 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-)
 
-// MemoryReporter is implemented by backends that can read a device's free and
-// total memory without creating a context or allocating anything.
-type MemoryReporter interface {
-	// MemoryInfo reports device ordinal's free and total memory in bytes.
-	// It is called after Init succeeded, from any goroutine. Where it cannot
-	// read them without side effects it returns an error wrapping
-	// ErrNotSupported that says why.
-	MemoryInfo(ordinal int) (free, total uint64, err error)
-}
+	"github.com/gpuinit/gpuinit/device/driver"
+)
 
 // MemoryInfo initializes on first use and reports device ordinal's free and
 // total memory in bytes, read live. It never creates a context and never
@@ -30,7 +22,7 @@ func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return 0, 0, err
 	}
-	mr, ok := Capability[MemoryReporter](r.Backend())
+	mr, ok := driver.Capability[driver.MemoryReporter](r.Backend())
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
 	}

@@ -2,84 +2,74 @@ package device
 
 import (
 	"fmt"
-	"sync"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-var registry struct {
-	mu          sync.Mutex                         // protects following fields
-	openers     map[string]func() (Backend, error) // by name, from Register
-	unavailable map[string]string                  // by name: why this build lacks it
-	opened      map[string]*opening                // backends opened, or being opened
-	runtimes    map[string]*Runtime                // by name: the Runtime Open returns
-	gpu         *Runtime                           // the process's GPU runtime, once made
-}
-
-// opening is one backend's opener call: done closes when it returns. A failed
+// opening is one backend's Open call: done closes when it returns. A failed
 // opening is forgotten once done, so that a later open tries again.
 type opening struct {
 	done chan struct{}
-	b    Backend
+	b    driver.Backend
 	err  error
 }
 
-// openBackend returns the process's instance of backend name, calling its
-// opener at most once at a time and never with a lock held: concurrent callers
+// openBackend returns the registry's instance of reg's backend, calling its
+// Open at most once at a time and never with a lock held: concurrent callers
 // wait for the call in flight on a channel. A success is kept for the
-// process; a failure is returned to the callers that waited for it and then
-// forgotten.
-func openBackend(name string) (Backend, error) {
-	registry.mu.Lock()
-	o := registry.opened[name]
+// registry's life; a failure is returned to the callers that waited for it
+// and then forgotten.
+func (g *Registry) openBackend(reg driver.Registration) (driver.Backend, error) {
+	if reg.Open == nil {
+		return nil, g.notCompiled(reg.Name, reg, true, false)
+	}
+	g.mu.Lock()
+	o := g.opened[reg.Name]
 	if o == nil {
-		open := registry.openers[name]
-		if open == nil {
-			registry.mu.Unlock()
-			return nil, checkAvailable(name)
-		}
 		o = &opening{done: make(chan struct{})}
-		if registry.opened == nil {
-			registry.opened = map[string]*opening{}
+		if g.opened == nil {
+			g.opened = map[string]*opening{}
 		}
-		registry.opened[name] = o
-		registry.mu.Unlock()
-		finishOpening(name, o, open)
+		g.opened[reg.Name] = o
+		g.mu.Unlock()
+		g.finishOpening(reg, o)
 	} else {
-		registry.mu.Unlock()
+		g.mu.Unlock()
 	}
 	<-o.done
 	return o.b, o.err
 }
 
-// finishOpening calls the opener and releases o's waiters whatever happens,
+// finishOpening calls reg.Open and releases o's waiters whatever happens,
 // runtime.Goexit included: the deferred code then sees o.err still set to the
 // error that says so.
-func finishOpening(name string, o *opening, open func() (Backend, error)) {
+func (g *Registry) finishOpening(reg driver.Registration, o *opening) {
 	defer func() {
-		registry.mu.Lock()
+		g.mu.Lock()
 		if o.err != nil {
-			delete(registry.opened, name)
+			delete(g.opened, reg.Name)
 		}
 		close(o.done)
-		registry.mu.Unlock()
+		g.mu.Unlock()
 	}()
-	o.err = fmt.Errorf("device: opening backend %s: the opener called runtime.Goexit", name)
-	o.b, o.err = callOpener(name, open)
+	o.err = fmt.Errorf("device: opening backend %s: its Open called runtime.Goexit", reg.Name)
+	o.b, o.err = callOpen(reg)
 }
 
-// callOpener calls a registered opener, turning its panic or a nil backend
+// callOpen calls a registration's Open, turning its panic or a nil backend
 // into an error, so that waiters are always released.
-func callOpener(name string, open func() (Backend, error)) (b Backend, err error) {
+func callOpen(reg driver.Registration) (b driver.Backend, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			b, err = nil, fmt.Errorf("device: opening backend %s: the opener panicked: %v", name, v)
+			b, err = nil, fmt.Errorf("device: opening backend %s: its Open panicked: %v", reg.Name, v)
 		}
 	}()
-	b, err = open()
+	b, err = reg.Open()
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("device: opening backend %s: %w", name, err)
+		return nil, fmt.Errorf("device: opening backend %s: %w", reg.Name, err)
 	case b == nil:
-		return nil, fmt.Errorf("device: opening backend %s: the opener returned no backend and no error", name)
+		return nil, fmt.Errorf("device: opening backend %s: its Open returned no backend and no error", reg.Name)
 	}
 	return b, nil
 }

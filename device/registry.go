@@ -5,240 +5,219 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // EnvBackend names the backend Open("") picks; unset or empty means "auto".
 const EnvBackend = "GPUINIT_BACKEND"
 
-// shipped is the one list of the backends this module ships: their names, the
-// package that registers each, and, for GPU backends, auto's order.
-var shipped = []struct {
-	name, pkg string
-	gpu       bool
-}{
-	{"cuda", "github.com/gpuinit/gpuinit/device/cuda", true},
-	{"hip", "github.com/gpuinit/gpuinit/device/hip", true},
-	{"sim", "github.com/gpuinit/gpuinit/device/sim", false},
+// A Registry holds the backends registered with it and the Runtime that Open
+// returns for each name. Its zero value is ready to use, and it is safe for
+// concurrent use.
+//
+// DefaultRegistry is the one the package-level functions use, and the one
+// backends register with from their init functions, as http.DefaultServeMux
+// and flag.CommandLine are. A test, or a program that brings backends of its
+// own, makes another: its Runtimes and choices are its own.
+type Registry struct {
+	mu       sync.Mutex                     // protects following fields
+	backends map[string]driver.Registration // by name, from Register
+	opened   map[string]*opening            // backends opened, or being opened
+
+	runtimes runtimeTable // the Runtime each name gets
 }
 
-// backendsPkg registers every shipped backend the build can have.
-const backendsPkg = "github.com/gpuinit/gpuinit/device/backends"
+// DefaultRegistry is the process's registry: the backends imported into the
+// binary register with it.
+var DefaultRegistry = &Registry{}
 
-// AutoOrder returns the GPU backends "auto" tries, in order: cuda, then hip.
-func AutoOrder() []string {
+// Register makes a backend available to DefaultRegistry's Open; see
+// Registry.Register.
+func Register(reg driver.Registration) { DefaultRegistry.Register(reg) }
+
+// Open returns DefaultRegistry's Runtime for the named backend; see
+// Registry.Open.
+func Open(name string) (*Runtime, error) { return DefaultRegistry.Open(name) }
+
+// Backends lists the backends DefaultRegistry can open; see
+// Registry.Backends.
+func Backends() []string { return DefaultRegistry.Backends() }
+
+// Known lists every name DefaultRegistry's Open accepts; see Registry.Known.
+func Known() []string { return DefaultRegistry.Known() }
+
+// AutoOrder lists the GPU backends DefaultRegistry's "auto" tries; see
+// Registry.AutoOrder.
+func AutoOrder() []string { return DefaultRegistry.AutoOrder() }
+
+// Register makes a backend available to Open under reg.Name. Backends call it
+// from an init function (on DefaultRegistry, through the package-level
+// Register). A registration with Unavailable set records that the backend
+// was imported but this build cannot have it, and why: Open of the name then
+// fails with ErrNotCompiled and that reason, and auto lists it among the
+// backends it passed over. A later registration with an Open replaces an
+// unavailable one.
+//
+// Register panics if the name is empty or "auto", if reg has neither Open
+// nor Unavailable (or both), or if the name already has an Open, as
+// database/sql.Register does: these are programming errors, found at
+// start-up.
+func (g *Registry) Register(reg driver.Registration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch prev, dup := g.backends[reg.Name]; {
+	case reg.Name == "" || reg.Name == "auto":
+		panic(fmt.Sprintf("device: Register: %q is not a backend name", reg.Name))
+	case (reg.Open == nil) == (reg.Unavailable == ""):
+		panic("device: Register: backend " + reg.Name + " needs an Open or an Unavailable reason, not both")
+	case dup && reg.Open == nil:
+		return // unavailable after available, or twice: the first stands
+	case dup && prev.Open != nil:
+		panic("device: Register: backend " + reg.Name + " registered twice")
+	}
+	if g.backends == nil {
+		g.backends = map[string]driver.Registration{}
+	}
+	g.backends[reg.Name] = reg
+}
+
+// Backends lists the backends Open can open, sorted. Backends registered as
+// unavailable are not listed.
+func (g *Registry) Backends() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	var names []string
-	for _, s := range shipped {
-		if s.gpu {
-			names = append(names, s.name)
+	for n, reg := range g.backends {
+		if reg.Open != nil {
+			names = append(names, n)
 		}
 	}
+	slices.Sort(names)
 	return names
 }
 
-// Known returns every backend name Open accepts in some build: "auto", the
-// shipped backends and any other registered in this binary, sorted after
-// "auto".
-func Known() []string {
-	names := Backends()
-	for _, s := range shipped {
-		if !slices.Contains(names, s.name) {
-			names = append(names, s.name)
-		}
+// Known lists every name Open accepts: "auto", then every registered
+// backend, unavailable ones too (Open reports why they are not here), sorted.
+func (g *Registry) Known() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.backends))
+	for n := range g.backends {
+		names = append(names, n)
 	}
 	slices.Sort(names)
 	return append([]string{"auto"}, names...)
 }
 
-func isGPU(name string) bool { return slices.Contains(AutoOrder(), name) }
-
-// Register makes a backend available to Open under name. Backends call it from
-// an init function. open is called at most once per process with success (at
-// Open, or for GPU backends at the first Init, or at the first DriverVersion
-// or RuntimeVersion of a Runtime opened by name), never with a lock held; it must
-// not call Open for its own name. Register panics if name is empty or "auto",
-// if open is nil, or if name is already registered, as database/sql.Register
-// does: these are programming errors, found at start-up.
-func Register(name string, open func() (Backend, error)) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	switch {
-	case name == "" || name == "auto":
-		panic(fmt.Sprintf("device: Register: %q is not a backend name", name))
-	case open == nil:
-		panic("device: Register: nil opener for backend " + name)
-	case registry.openers[name] != nil:
-		panic("device: Register: backend " + name + " registered twice")
-	}
-	if registry.openers == nil {
-		registry.openers = map[string]func() (Backend, error){}
-	}
-	registry.openers[name] = open
-	delete(registry.unavailable, name)
-}
-
-// RegisterUnavailable records that backend name was imported but this build
-// cannot have it, and why (for example "built without cgo"). Open(name) then
-// fails with ErrNotCompiled and that reason, and "auto" reports it among the
-// backends it passed over. A later Register of the name wins.
-func RegisterUnavailable(name, why string) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.openers[name] != nil {
-		return
-	}
-	if registry.unavailable == nil {
-		registry.unavailable = map[string]string{}
-	}
-	registry.unavailable[name] = why
-}
-
-// Backends lists the registered backend names, sorted. Backends marked
-// unavailable are not listed.
-func Backends() []string {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
+// AutoOrder lists the GPU backends "auto" tries, in order (cuda, then hip
+// for the shipped ones), unavailable ones included.
+func (g *Registry) AutoOrder() []string {
 	var names []string
-	for n := range registry.openers {
-		names = append(names, n)
+	for _, reg := range g.gpuBackends() {
+		names = append(names, reg.Name)
 	}
-	slices.Sort(names)
 	return names
 }
 
-// Open returns the process's Runtime for the named backend, creating it on
-// first use. It never initializes anything and makes no driver call. The name ""
-// reads GPUINIT_BACKEND, and falls back to "auto".
+// gpuBackends returns the registrations of the GPU backends, in auto's order.
+func (g *Registry) gpuBackends() []driver.Registration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var regs []driver.Registration
+	for _, reg := range g.backends {
+		if reg.GPU {
+			regs = append(regs, reg)
+		}
+	}
+	slices.SortFunc(regs, func(a, b driver.Registration) int {
+		if a.AutoRank != b.AutoRank {
+			return a.AutoRank - b.AutoRank
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return regs
+}
+
+func (g *Registry) lookup(name string) (driver.Registration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	reg, ok := g.backends[name]
+	return reg, ok
+}
+
+// Open returns the registry's Runtime for the named backend, creating it on
+// first use; later calls with the name return the same Runtime. It never
+// initializes anything and makes no driver call: a named backend's Open (the
+// registration's, which only makes the backend value) runs here, so that a
+// bad configuration (GPUINIT_SIM_* that do not parse) is an error from Open.
+// The name "" reads GPUINIT_BACKEND, and falls back to "auto".
 //
-// "auto" is resolved at the first Init, not here: the first GPU backend whose
-// driver loads and reports a device, in AutoOrder; Name reports the choice
-// after Init. The process has one GPU runtime: Open(""), Open("auto") and
-// Open("cuda") made before its first Init return the same Runtime, so its
-// driver is initialized once, with one queue; naming a GPU backend pins the
-// choice to it. After the choice, Open of the chosen backend returns the GPU
-// runtime, and Open of another gets a Runtime of its own. One window remains:
-// a GPU backend named while the first Init is choosing gets a Runtime of its
-// own even if it becomes the choice. The cuda and hip backends then still
-// initialize their driver once (their Init is memoized per process), but the
-// two Runtimes keep separate queues; open the runtime before the first Init,
-// or after it, to have one.
+// "auto" is resolved at the first Init, not here: the first GPU backend, in
+// AutoOrder, whose driver loads and reports a device, with the others'
+// reasons in PassedOver. Name reports the choice after Init, and from then on
+// Open of the chosen name returns auto's Runtime too, unless that name was
+// opened before (see the package documentation for what two Runtimes over one
+// backend share).
 //
 // A backend that is not in this binary gets an error wrapping ErrNotCompiled
 // that says why: the import that registers it, or the reason the build could
-// not have it. If the backend's opener fails (a bad configuration), nothing is
-// cached and a later Open tries again.
-func Open(name string) (*Runtime, error) {
+// not have it. If the backend's Open fails, nothing is kept and a later Open
+// tries again.
+func (g *Registry) Open(name string) (*Runtime, error) {
+	fromEnv := false
 	if name == "" {
-		name = strings.TrimSpace(os.Getenv(EnvBackend))
+		name, fromEnv = strings.TrimSpace(os.Getenv(EnvBackend)), true
 	}
 	if name == "" {
 		name = "auto"
 	}
-	if name == "auto" || isGPU(name) {
-		return openGPU(name)
-	}
-	if err := checkAvailable(name); err != nil {
-		return nil, err
-	}
-	if r := cachedRuntime(name); r != nil {
+	if r := g.runtimes.get(name); r != nil {
 		return r, nil
 	}
-	b, err := openBackend(name)
+	if name == "auto" {
+		candidates := g.gpuBackends()
+		if len(candidates) == 0 {
+			return nil, fmt.Errorf("%w: no GPU backend is registered in this binary; forgotten import? import _ %q",
+				ErrNotCompiled, backendsPackage)
+		}
+		return g.runtimes.add(name, newRuntime(g, candidates, true, nil)), nil
+	}
+	reg, ok := g.lookup(name)
+	if !ok || reg.Open == nil {
+		return nil, g.notCompiled(name, reg, ok, fromEnv)
+	}
+	b, err := g.openBackend(reg)
 	if err != nil {
 		return nil, err
 	}
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if r := registry.runtimes[name]; r != nil { // another Open made it meanwhile
-		return r, nil
-	}
-	r := New(b)
-	if registry.runtimes == nil {
-		registry.runtimes = map[string]*Runtime{}
-	}
-	registry.runtimes[name] = r
-	return r, nil
+	return g.runtimes.add(name, newRuntime(g, []driver.Registration{reg}, false, b)), nil
 }
 
-// openGPU is Open for "auto" and the GPU backends.
-func openGPU(name string) (*Runtime, error) {
-	if name != "auto" {
-		if err := checkAvailable(name); err != nil {
-			return nil, err
-		}
+// notCompiled is Open's error for a name without an Open: why the build
+// lacks it, or the import that would register it.
+func (g *Registry) notCompiled(name string, reg driver.Registration, registered, fromEnv bool) error {
+	given := fmt.Sprintf("%q", name)
+	if fromEnv {
+		given = fmt.Sprintf("%s=%q", EnvBackend, name)
 	}
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if r := registry.runtimes[name]; r != nil {
-		return r, nil
-	}
-	if registry.runtimes == nil {
-		registry.runtimes = map[string]*Runtime{}
-	}
-	gpu := registry.gpu
-	if name == "auto" {
-		if gpu == nil {
-			var candidates []string
-			for _, n := range AutoOrder() {
-				if registry.openers[n] != nil || registry.unavailable[n] != "" {
-					candidates = append(candidates, n)
-				}
-			}
-			if len(candidates) == 0 {
-				return nil, fmt.Errorf("%w: no GPU backend is registered in this binary (auto tries %s); forgotten import? import _ %q",
-					ErrNotCompiled, strings.Join(AutoOrder(), ", then "), backendsPkg)
-			}
-			gpu = newGPURuntime(candidates)
-			registry.gpu = gpu
-		}
-		registry.runtimes[name] = gpu
-		return gpu, nil
-	}
-	if gpu != nil && gpu.selector.pin(name) {
-		registry.runtimes[name] = gpu
-		return gpu, nil
-	}
-	r := newGPURuntime([]string{name})
-	registry.runtimes[name] = r
-	if gpu == nil {
-		registry.gpu = r
-	}
-	return r, nil
-}
-
-// chose records that the GPU runtime r resolved to backend name, so that a
-// later Open(name) returns r, unless name already has a Runtime of its own.
-func chose(r *Runtime, name string) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.runtimes[name] == nil {
-		registry.runtimes[name] = r
-	}
-}
-
-func cachedRuntime(name string) *Runtime {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return registry.runtimes[name]
-}
-
-// checkAvailable returns nil if name is registered, else the ErrNotCompiled
-// error that says why it is not.
-func checkAvailable(name string) error {
-	registry.mu.Lock()
-	registered, why := registry.openers[name] != nil, registry.unavailable[name]
-	registry.mu.Unlock()
 	switch {
 	case registered:
-		return nil
-	case why != "":
-		return fmt.Errorf("%w: backend %s is not in this binary: %s", ErrNotCompiled, name, why)
+		return fmt.Errorf("%w: backend %s is not in this binary: %s", ErrNotCompiled, name, reg.Unavailable)
+	case shippedPackages[name] != "":
+		return fmt.Errorf("%w: backend %s is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one",
+			ErrNotCompiled, given, backendsPackage, shippedPackages[name])
 	}
-	for _, s := range shipped {
-		if s.name == name {
-			return fmt.Errorf("%w: backend %q is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one",
-				ErrNotCompiled, name, backendsPkg, s.pkg)
-		}
-	}
-	return fmt.Errorf("%w: unknown backend %q: not registered in this binary (forgotten import?); known: %s",
-		ErrNotCompiled, name, strings.Join(Known(), ", "))
+	return fmt.Errorf("%w: unknown backend %s: not registered in this binary (forgotten import?); known: %s",
+		ErrNotCompiled, given, strings.Join(g.Known(), ", "))
+}
+
+// The imports that register the shipped backends, named in Open's hints only.
+const backendsPackage = "github.com/gpuinit/gpuinit/device/backends"
+
+var shippedPackages = map[string]string{
+	"cuda": "github.com/gpuinit/gpuinit/device/cuda",
+	"hip":  "github.com/gpuinit/gpuinit/device/hip",
+	"sim":  "github.com/gpuinit/gpuinit/device/sim",
 }

@@ -3,16 +3,9 @@ package device
 import (
 	"context"
 	"fmt"
-)
 
-// DeviceRunner is implemented by backends that can make a device current on
-// the calling OS thread, for a server's own cgo engines (cuBLAS, llama.cpp).
-type DeviceRunner interface {
-	// Do locks the calling goroutine to its OS thread, runs fn there with
-	// device ordinal current (CUDA: its primary context; HIP: hipSetDevice),
-	// and restores what the thread had before, even if fn panics.
-	Do(ordinal int, fn func() error) error
-}
+	"github.com/gpuinit/gpuinit/device/driver"
+)
 
 // Do initializes on first use, then runs fn on a locked OS thread with device
 // ordinal current, and restores the thread's previous device or context
@@ -34,7 +27,7 @@ func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return err
 	}
-	dr, ok := Capability[DeviceRunner](r.Backend())
+	dr, ok := driver.Capability[driver.DeviceRunner](r.Backend())
 	if !ok {
 		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
 	}

@@ -1,14 +1,21 @@
-// Package device is gpuinit's backend-neutral GPU runtime. Open returns the one
+// Package device is gpuinit's backend-neutral GPU runtime. Open returns the
 // Runtime of a backend (cuda, hip, sim, or auto: the first GPU backend that
 // works) without touching the driver; the first call that needs the devices
-// (Init, DeviceCount, Device, Devices, MemoryInfo, Do) initializes it, once per
-// process, through package lazy: work queued with
-// LazyCall before then is replayed right after the driver's init, in order, and
-// may re-enter the Runtime without deadlocking. Failures are memoized and carry
-// the driver's raw code, its name and a hint.
+// (Init, DeviceCount, Device, Devices, MemoryInfo, Do) initializes it, once,
+// through package lazy: work queued with LazyCall before then is replayed
+// right after the driver's init, in order, and may re-enter the Runtime
+// without deadlocking. Failures are memoized and carry the driver's raw code,
+// its name and a hint.
 //
-// Backends register themselves with Register when their package is imported;
-// import package backends to link every backend the build can have.
+// Backends register with Register when their package is imported (import
+// package backends to link every backend the build can have); what they
+// implement is package driver's interface. A Registry other than
+// DefaultRegistry gives a test or a program backends and Runtimes of its own.
+//
+// Each registry gives a name one Runtime. Two Runtimes over one backend, such
+// as auto's and one opened by name before auto chose that backend, share the
+// backend's process-wide driver state (cuda and hip initialize their driver
+// once per process) but each keeps its own queue, devices and error reports.
 package device
 
 import (
@@ -18,101 +25,174 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // Runtime is one backend's lazily initialized state. It is safe for concurrent
-// use. Open returns one Runtime per backend per process; New makes a private one.
+// use. Open returns one Runtime per name per registry; New makes a private one.
 type Runtime struct {
-	init     *lazy.Initializer
-	selector *selector // the GPU runtime's chooser; nil for a fixed backend
+	init *lazy.Initializer
 
-	backend    atomic.Pointer[Backend]           // the backend; for a selector, the choice once made
+	// Set at creation, read-only after.
+	registry   *Registry             // where auto opens its candidates; nil for New
+	candidates []driver.Registration // tried in order by the first Init; one unless auto
+	auto       bool
+
+	chosen     atomic.Pointer[choice]            // the backend in use: from creation for a fixed backend, from the first Init for auto
+	passedOver atomic.Pointer[[]BackendFailure]  // auto's candidates that failed, in order
 	devices    atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
 	floor      driverFloors                      // RequireDriverVersion's floors, read by initialize
 	visibility atomic.Pointer[map[string]string] // the visibility settings seen at initialization
 	lost       lostDevices                       // errors reported by the server's engine
 }
 
-// New returns a Runtime for b that Open does not share: for tests and for
-// programs that bring their own Backend. Nothing is called on b until first use
-// but Name.
-func New(b Backend, opts ...lazy.Option) *Runtime {
-	r := &Runtime{}
-	r.backend.Store(&b)
+// choice is a Runtime's backend and what it registered with.
+type choice struct {
+	reg     driver.Registration
+	backend driver.Backend
+}
+
+// New returns a Runtime for b that no registry shares: for tests and for
+// programs that bring their own Backend. Its registration is b's name alone
+// (no generator ordering but the default, no classifier but b's own
+// driver.ErrorClassifier); register b and Open it for more. Nothing is called
+// on b until first use but Name.
+func New(b driver.Backend, opts ...lazy.Option) *Runtime {
+	return newRuntime(nil, []driver.Registration{{Name: b.Name()}}, false, b, opts...)
+}
+
+// newRuntime makes a Runtime over candidates; b, if not nil, is the opened
+// backend of the only one.
+func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
+	r := &Runtime{registry: g, candidates: candidates, auto: auto}
+	if b != nil {
+		r.chosen.Store(&choice{reg: candidates[0], backend: b})
+	}
 	r.init = lazy.New(r.initialize, opts...)
 	return r
 }
 
-// newGPURuntime is the Runtime over a selector of candidate GPU backends.
-func newGPURuntime(candidates []string) *Runtime {
-	s := &selector{candidates: candidates}
-	r := New(s)
-	r.selector = s
-	return r
-}
-
+// initialize is the Runtime's init function: it tries each candidate in
+// order (open it, Init it, check the driver floor, read its devices), and the
+// first that gives at least one device is the Runtime's backend. With one
+// candidate its own error is returned; with several, a *NoBackendError lists
+// each one's.
 func (r *Runtime) initialize(ctx context.Context) error {
-	ctx = r.withDriverFloors(ctx)
+	floors := r.readFloors()
 	seen := readVisibility()
 	r.visibility.Store(&seen)
-	var b Backend
-	var n int
-	if r.selector != nil {
-		var err error
-		if b, n, err = r.selector.choose(ctx); err != nil {
-			return err
+	var failures []BackendFailure
+	for _, reg := range r.candidates {
+		c, devices, err := r.bringUp(ctx, reg, floors[reg.Name])
+		if err == nil {
+			r.devices.Store(&devices)
+			r.chosen.Store(c)
+			if r.auto {
+				r.registry.runtimes.add(reg.Name, r)
+			}
+			return nil
 		}
-		r.backend.Store(&b)
-		chose(r, b.Name())
-	} else {
-		b = r.Backend()
-		if err := b.Init(ctx); err != nil {
-			return err
+		failures = append(failures, BackendFailure{Backend: reg.Name, Err: err})
+		if r.auto {
+			passed := slices.Clone(failures)
+			r.passedOver.Store(&passed)
 		}
-		if err := checkDriverFloor(ctx, b); err != nil {
-			return err
+	}
+	if len(failures) == 1 {
+		return failures[0].Err
+	}
+	return &NoBackendError{Tried: failures}
+}
+
+// bringUp opens reg's backend (unless the Runtime has it already), Inits it,
+// checks it against floor, and reads its devices.
+func (r *Runtime) bringUp(ctx context.Context, reg driver.Registration, floor int) (*choice, []Info, error) {
+	c := r.chosen.Load()
+	if c == nil {
+		b, err := r.registry.openBackend(reg)
+		if err != nil {
+			return nil, nil, err
 		}
-		var err error
-		if n, err = b.Count(); err != nil {
-			return err
-		}
+		c = &choice{reg: reg, backend: b}
+	}
+	b := c.backend
+	if err := b.Init(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := checkDriverFloor(b, reg.Name, floor); err != nil {
+		return nil, nil, err
+	}
+	n, err := b.Count()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n <= 0 {
+		return nil, nil, fmt.Errorf("%w: %s: the driver initialized but reports %d devices", ErrNoDevice, reg.Name, n)
 	}
 	devices := make([]Info, n)
 	for i := range devices {
-		var err error
 		if devices[i], err = b.Device(i); err != nil {
-			return err
+			return nil, nil, err
 		}
 		devices[i].Ordinal = i
 	}
-	r.devices.Store(&devices)
+	return c, devices, nil
+}
+
+// PassedOver reports the GPU backends that auto's first Init tried and passed
+// over before its choice (or before failing), with each one's reason, in the
+// order tried; nil for a Runtime of a named backend.
+func (r *Runtime) PassedOver() []BackendFailure {
+	if p := r.passedOver.Load(); p != nil {
+		return slices.Clone(*p)
+	}
 	return nil
 }
 
-// PassedOver reports the GPU backends that the GPU runtime's first Init tried
-// and passed over before its choice (or before failing), with each one's
-// reason, in the order tried; nil for a Runtime of a fixed backend.
-func (r *Runtime) PassedOver() []BackendFailure {
-	if r.selector == nil {
-		return nil
+// Backend returns the backend, for its optional interfaces and its own
+// methods: a named backend's from Open (or New) on, auto's choice once its
+// first Init has chosen, and nil before. Calling into it directly bypasses
+// the lazy initialization.
+func (r *Runtime) Backend() driver.Backend {
+	if c := r.chosen.Load(); c != nil {
+		return c.backend
 	}
-	return r.selector.passed()
+	return nil
 }
 
-// Backend returns the backend, for its optional interfaces and its own methods:
-// for the GPU runtime, the backend chosen at Init, and before that an internal
-// chooser. Calling into it directly bypasses the lazy initialization.
-func (r *Runtime) Backend() Backend { return *r.backend.Load() }
+// Registration returns what the backend registered with (for a Runtime made
+// by New, its name only): once there is a Backend, and the zero Registration
+// before.
+func (r *Runtime) Registration() driver.Registration {
+	if c := r.chosen.Load(); c != nil {
+		return c.reg
+	}
+	return driver.Registration{}
+}
 
-// Name is the backend's name: for the GPU runtime, "auto" until Init chooses
-// (or the one backend it was pinned to), then the choice.
-func (r *Runtime) Name() string { return r.Backend().Name() }
+// Name is the backend's name: for auto, "auto" until the first Init chooses,
+// then the choice.
+func (r *Runtime) Name() string {
+	switch c := r.chosen.Load(); {
+	case c != nil:
+		return c.reg.Name
+	case !r.auto:
+		return r.candidates[0].Name
+	}
+	return "auto"
+}
 
 // Init initializes the backend on first call and returns the memoized result:
 // the driver's init, the device information, then the work queued by LazyCall.
 // See lazy.Initializer.Init for cancellation and re-entry.
 func (r *Runtime) Init(ctx context.Context) error { return r.init.Init(ctx) }
+
+// Start starts the initialization in the background, if nothing has, and
+// returns at once: nil when it is under way or finished, an error wrapping
+// ctx.Err() (and nothing started) when ctx is already done. See
+// lazy.Initializer.Start.
+func (r *Runtime) Start(ctx context.Context) error { return r.init.Start(ctx) }
 
 // LazyCall runs fn now if the Runtime is initialized, else queues it to run right
 // after initialization; it never initializes. See lazy.Initializer.Call.
@@ -152,17 +232,38 @@ func (r *Runtime) Err() error {
 func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
 
 // DriverVersion asks the backend for the driver's version without initializing
-// or loading anything; see Backend for what it can answer before Init.
-func (r *Runtime) DriverVersion() (int, error) { return r.Backend().DriverVersion() }
+// or loading anything; see driver.Backend for what it can answer before Init.
+// Before auto has chosen there is no one driver to ask, and the error wraps
+// ErrNotInitialized.
+func (r *Runtime) DriverVersion() (int, error) {
+	b := r.Backend()
+	if b == nil {
+		return 0, r.notChosen()
+	}
+	return b.DriverVersion()
+}
 
-// RuntimeVersion asks a RuntimeVersioner backend for its runtime version, under
-// DriverVersion's rules; other backends get an error wrapping ErrNotSupported.
+// RuntimeVersion asks a driver.RuntimeVersioner backend for its runtime
+// version, under DriverVersion's rules; other backends get an error wrapping
+// ErrNotSupported.
 func (r *Runtime) RuntimeVersion() (int, error) {
-	rv, ok := Capability[RuntimeVersioner](r.Backend())
+	b := r.Backend()
+	if b == nil {
+		return 0, r.notChosen()
+	}
+	rv, ok := driver.Capability[driver.RuntimeVersioner](b)
 	if !ok {
 		return 0, fmt.Errorf("%w: backend %s reports no runtime version", ErrNotSupported, r.Name())
 	}
 	return rv.RuntimeVersion()
+}
+
+func (r *Runtime) notChosen() error {
+	names := make([]string, len(r.candidates))
+	for i, reg := range r.candidates {
+		names[i] = reg.Name
+	}
+	return fmt.Errorf("%w: auto has not chosen among %v yet", ErrNotInitialized, names)
 }
 
 // DeviceCount initializes on first use and reports the number of devices.
@@ -196,17 +297,17 @@ func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 
 // CheckOrdinal returns nil if ordinal names a device, else an error wrapping
 // ErrInvalidDevice that gives the valid range. It does not initialize: the
-// device count is known once the driver's init has succeeded, which includes
-// work queued with LazyCall. A negative ordinal is always invalid.
+// devices are known once the driver's init has succeeded, which includes
+// work queued with LazyCall; before that the error wraps ErrNotInitialized
+// too. A negative ordinal is always invalid.
 func (r *Runtime) CheckOrdinal(ordinal int) error {
 	devices := r.devices.Load()
 	switch {
 	case ordinal < 0:
 		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
 	case devices == nil:
-		return fmt.Errorf("%w: %d: the %s runtime is not initialized, so its devices are not known yet", ErrInvalidDevice, ordinal, r.Name())
-	case len(*devices) == 0:
-		return fmt.Errorf("%w: %d: %s has no devices", ErrInvalidDevice, ordinal, r.Name())
+		return fmt.Errorf("%w: %d: %w: the %s runtime has not initialized, so its devices are not known yet",
+			ErrInvalidDevice, ordinal, ErrNotInitialized, r.Name())
 	case ordinal >= len(*devices):
 		n := len(*devices)
 		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)

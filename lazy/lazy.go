@@ -202,11 +202,7 @@ func (i *Initializer) Init(ctx context.Context) error {
 			i.unlock()
 			return fmt.Errorf("lazy: initialization not started: %w", ctxErr)
 		}
-		i.done = make(chan struct{})
-		i.started.Store(time.Now().UnixNano())
-		i.phase.Store(phaseInit)
-		i.state.Store(int32(Initializing))
-		go i.run(ctx)
+		i.begin(ctx)
 	}
 	done := i.done
 	i.unlock()
@@ -223,6 +219,43 @@ func (i *Initializer) Init(ctx context.Context) error {
 		return i.err
 	}
 	return nil
+}
+
+// Start starts the initialization, as the first Init does, and returns
+// without waiting for it: for a health check that must answer at once, and
+// must say truthfully that the initialization has begun. It returns nil if
+// the initialization is under way or finished, whoever started it, and
+// starts nothing if ctx is already done, returning an error wrapping
+// ctx.Err(). ctx's values reach init, as Init's do; its cancellation does
+// not. Like Init, it panics on a nil ctx.
+func (i *Initializer) Start(ctx context.Context) error {
+	if ctx == nil {
+		panic("lazy: Start called with a nil Context; use context.Background() or context.TODO()")
+	}
+	if State(i.state.Load()) != Uninitialized {
+		return nil
+	}
+	ctxErr := contextErr(ctx, "Start")
+	i.lock()
+	if State(i.state.Load()) == Uninitialized {
+		if ctxErr != nil {
+			i.unlock()
+			return fmt.Errorf("lazy: initialization not started: %w", ctxErr)
+		}
+		i.begin(ctx)
+	}
+	i.unlock()
+	return nil
+}
+
+// begin moves an Uninitialized Initializer to Initializing and starts the
+// initialization goroutine. i.mu is held.
+func (i *Initializer) begin(ctx context.Context) {
+	i.done = make(chan struct{})
+	i.started.Store(time.Now().UnixNano())
+	i.phase.Store(phaseInit)
+	i.state.Store(int32(Initializing))
+	go i.run(ctx)
 }
 
 // Call runs fn at once if the Initializer is Ready, and returns fn's error; that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/rng/philox"
 )
 
@@ -17,24 +18,21 @@ func (g *Generators) GenerateOnHost(ctx context.Context, ordinal int, dst []uint
 	return g.draw(ctx, ordinal, dst, true)
 }
 
-// Ordering is how a backend's device generators lay Philox's stream out.
-type Ordering int
+// Ordering is how a backend's device generators lay Philox's stream out: its
+// registration's driver.Ordering, with the CPU draw that matches it.
+type Ordering driver.Ordering
 
 const (
 	// CURAND is cuRAND's default ordering (philox.FillCURAND): cuda and sim.
-	CURAND Ordering = iota
+	CURAND = Ordering(driver.OrderingCURAND)
 	// ROCRAND is rocRAND's, one sequential stream (philox.FillSequential): hip.
-	ROCRAND
+	ROCRAND = Ordering(driver.OrderingSequential)
 )
 
-// OrderingOf returns the ordering of backend's device generators: ROCRAND for
-// hip, CURAND for cuda, sim and the rest.
-func OrderingOf(backend string) Ordering {
-	if backend == "hip" {
-		return ROCRAND
-	}
-	return CURAND
-}
+// OrderingOf returns the ordering of rt's device generators, as the backend
+// registered it (device.Runtime.Registration); CURAND before rt has a
+// backend, and for a Runtime made by device.New.
+func OrderingOf(rt Runtime) Ordering { return Ordering(rt.Registration().Ordering) }
 
 // String is "curand" or "rocrand".
 func (o Ordering) String() string {
@@ -85,7 +83,7 @@ func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost
 		out = make([]uint32, n)
 	}
 	if onHost {
-		OrderingOf(g.rt.Name()).Fill(out, d.state.Seed, d.state.Offset)
+		OrderingOf(g.rt).Fill(out, d.state.Seed, d.state.Offset)
 	} else if err := g.drawOnDevice(d, ordinal, out); err != nil {
 		return err
 	}

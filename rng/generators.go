@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -17,7 +18,11 @@ import (
 // initialization discipline (gpuprobe's -discipline legacy).
 type Runtime interface {
 	Name() string
-	Backend() device.Backend
+	// Backend returns the backend, nil before one is chosen.
+	Backend() driver.Backend
+	// Registration is what the backend registered with: its generators'
+	// ordering.
+	Registration() driver.Registration
 	// Init initializes on first use and returns the memoized result.
 	Init(ctx context.Context) error
 	// LazyCallDepth runs fn now when initialized, else queues it; the call site
@@ -50,7 +55,7 @@ type Generators struct {
 type deviceGen struct {
 	mu     sync.Mutex       // protects following fields
 	state  State            // what the next draw uses
-	gen    device.Generator // created on the first Generate; nil after Close
+	gen    driver.Generator // created on the first Generate; nil after Close
 	closed bool             // set by Close: nothing is created or drawn after
 }
 
@@ -263,7 +268,7 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 // Generate initializes the runtime if needed, fills dst from device ordinal's
 // generator at its current state, and advances the offset by len(dst) rounded up
 // to a multiple of 4, as PyTorch's kernels do. On error the state is unchanged.
-// The backend must implement device.GeneratorBackend.
+// The backend must implement driver.GeneratorBackend.
 //
 // A draw that would move the offset past torch's int64 limit (2^63-1) is
 // refused with an error wrapping ErrBadState, and draws nothing: every state
@@ -277,7 +282,7 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 // creating the generator at the first draw. d.mu is held.
 func (g *Generators) drawOnDevice(d *deviceGen, ordinal int, out []uint32) (err error) {
 	if d.gen == nil {
-		gb, ok := device.Capability[device.GeneratorBackend](g.rt.Backend())
+		gb, ok := driver.Capability[driver.GeneratorBackend](g.rt.Backend())
 		if !ok {
 			return fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, g.rt.Name())
 		}

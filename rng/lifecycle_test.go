@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
@@ -154,7 +155,7 @@ type closeCounting struct {
 	created, closed int
 }
 
-func (c *closeCounting) NewGenerator(ordinal int) (device.Generator, error) {
+func (c *closeCounting) NewGenerator(ordinal int) (driver.Generator, error) {
 	gen, err := c.Backend.NewGenerator(ordinal)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func (c *closeCounting) NewGenerator(ordinal int) (device.Generator, error) {
 }
 
 type closeCounted struct {
-	device.Generator
+	driver.Generator
 	c    *closeCounting
 	once sync.Once
 }

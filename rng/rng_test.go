@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
@@ -278,12 +279,12 @@ func TestSeedsApplyToTheirDevices(t *testing.T) {
 // noGenerators is a backend without device generators.
 type noGenerators struct{ *sim.Backend }
 
-func (noGenerators) NewGenerator() {} // not device.GeneratorBackend's signature
+func (noGenerators) NewGenerator() {} // not driver.GeneratorBackend's signature
 
 func TestGenerateWithoutDeviceGeneratorsIsNotSupported(t *testing.T) {
 	ctx := context.Background()
 	rt := device.New(noGenerators{sim.New()})
-	_, ok := rt.Backend().(device.GeneratorBackend)
+	_, ok := rt.Backend().(driver.GeneratorBackend)
 	require.False(t, ok)
 	g := rng.New(rt)
 	require.NoError(t, g.ManualSeed(ctx, 0, 1))
@@ -322,29 +323,46 @@ func TestGenerateOnHostDrawsWhatTheDeviceDraws(t *testing.T) {
 	}
 }
 
-func TestOrderingFollowsTheBackend(t *testing.T) {
+func TestOrderingFollowsTheBackendsRegistration(t *testing.T) {
+	ctx := context.Background()
 	for _, tc := range []struct {
-		backend, ordering string
-		fill              func([]uint32, uint64, uint64)
+		name     string
+		ordering driver.Ordering
+		want     string
+		fill     func([]uint32, uint64, uint64)
 	}{
-		{"cuda", "curand", philox.FillCURAND},
-		{"sim", "curand", philox.FillCURAND},
-		{"hip", "rocrand", philox.FillSequential},
+		{"a cuRAND-like backend", driver.OrderingCURAND, "curand", philox.FillCURAND},
+		{"a rocRAND-like backend", driver.OrderingSequential, "rocrand", philox.FillSequential},
 	} {
-		o := rng.OrderingOf(tc.backend)
-		assert.Equal(t, tc.ordering, o.String(), tc.backend)
-		got, want := make([]uint32, 64), make([]uint32, 64)
-		o.Fill(got, 7, 5)
-		tc.fill(want, 7, 5)
-		assert.Equal(t, want, got, tc.backend)
+		t.Run(tc.name, func(t *testing.T) {
+			var g device.Registry
+			g.Register(driver.Registration{Name: "gpu", Ordering: tc.ordering,
+				Open: func() (driver.Backend, error) { return sim.New(), nil }})
+			rt, err := g.Open("gpu")
+			require.NoError(t, err)
+			o := rng.OrderingOf(rt)
+			assert.Equal(t, tc.want, o.String())
+			got, want := make([]uint32, 64), make([]uint32, 64)
+			o.Fill(got, 7, 5)
+			tc.fill(want, 7, 5)
+			assert.Equal(t, want, got)
+
+			gens := rng.New(rt)
+			defer gens.Close()
+			require.NoError(t, gens.SetState(ctx, 0, rng.State{Seed: 7, Offset: 8}))
+			require.NoError(t, gens.GenerateOnHost(ctx, 0, got))
+			tc.fill(want, 7, 8)
+			assert.Equal(t, want, got, "the host draw follows the registration too")
+		})
 	}
+	assert.Equal(t, rng.CURAND, rng.OrderingOf(device.New(sim.New())), "a Runtime made by New has the default")
 }
 
 // unwrapping wraps a Backend the way a logging or fault-injecting wrapper
 // would: only the Backend methods, and Unwrap.
-type unwrapping struct{ device.Backend }
+type unwrapping struct{ driver.Backend }
 
-func (u unwrapping) Unwrap() device.Backend { return u.Backend }
+func (u unwrapping) Unwrap() driver.Backend { return u.Backend }
 
 func TestGenerateFindsGeneratorsThroughAWrapper(t *testing.T) {
 	ctx := context.Background()

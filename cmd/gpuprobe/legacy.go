@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/legacy"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
@@ -16,15 +17,16 @@ import (
 // exists so that -discipline legacy reproduces the hang with the very same rng
 // calls the fixed scenarios make.
 type legacyRuntime struct {
-	backend device.Backend
+	reg     driver.Registration
+	backend driver.Backend
 	init    *legacy.Initializer
 	devices atomic.Int64 // -1 until the driver's init succeeded
 }
 
 var _ rng.Runtime = (*legacyRuntime)(nil)
 
-func newLegacyRuntime(b device.Backend) *legacyRuntime {
-	l := &legacyRuntime{backend: b}
+func newLegacyRuntime(reg driver.Registration, b driver.Backend) *legacyRuntime {
+	l := &legacyRuntime{reg: reg, backend: b}
 	l.devices.Store(-1)
 	l.init = legacy.New(func(ctx context.Context) error {
 		if err := b.Init(ctx); err != nil {
@@ -40,9 +42,10 @@ func newLegacyRuntime(b device.Backend) *legacyRuntime {
 	return l
 }
 
-func (l *legacyRuntime) Name() string                   { return l.backend.Name() }
-func (l *legacyRuntime) Backend() device.Backend        { return l.backend }
-func (l *legacyRuntime) Init(ctx context.Context) error { return l.init.Init(ctx) }
+func (l *legacyRuntime) Name() string                      { return l.backend.Name() }
+func (l *legacyRuntime) Backend() driver.Backend           { return l.backend }
+func (l *legacyRuntime) Registration() driver.Registration { return l.reg }
+func (l *legacyRuntime) Init(ctx context.Context) error    { return l.init.Init(ctx) }
 
 func (l *legacyRuntime) LazyCallDepth(ctx context.Context, _ int, fn lazy.Func) error {
 	return l.init.Call(ctx, fn)

@@ -216,7 +216,7 @@ func judge(sc scenario, r hangcheck.Result, err error, timeout time.Duration) sc
 // generators, or without its RNG library, is "unsupported" with the reason:
 // that is not a probe failure.
 func checkRNG(ctx context.Context, rt *device.Runtime) *rngResult {
-	ordering := rng.OrderingOf(rt.Name())
+	ordering := rng.OrderingOf(rt)
 	res := &rngResult{Seed: rngSeed, Offset: rngOffset, Count: rngCount, Ordering: ordering.String()}
 	want := make([]uint32, rngCount)
 	ordering.Fill(want, rngSeed, rngOffset)

@@ -162,7 +162,7 @@ func newRuntime(backend, discipline string) (rng.Runtime, error) {
 		return nil, err
 	}
 	if discipline == "legacy" {
-		return newLegacyRuntime(shared.Backend()), nil
+		return newLegacyRuntime(shared.Registration(), shared.Backend()), nil
 	}
 	return shared, nil
 }

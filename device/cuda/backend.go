@@ -6,16 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
-func init() {
-	device.Register("cuda", func() (device.Backend, error) { return process, nil })
-}
+// open gives every registry the process's one backend; unavailable is empty:
+// this build has it.
+var (
+	open        = func() (driver.Backend, error) { return process, nil }
+	unavailable = ""
+)
 
 // process is the process's one CUDA backend: the driver is loaded and
 // initialized once per process, whichever Runtime asks first.
@@ -32,54 +36,50 @@ const MinDriverVersion = 11000
 // value shares it, and Init's result is memoized for the process.
 type Backend struct{}
 
-// driver is what the first Init learned. Its fields are written once, by
-// that Init, before done closes; read them only after done has closed.
-var driver = struct {
-	once    sync.Once
-	done    chan struct{}
-	lib     dynload.Library
-	version int   // cuDriverGetVersion, read before cuInit; 0 if unknown
-	count   int   // cuDeviceGetCount after cuInit: the devices do not change after
-	err     error // the memoized result of Init
-	ready   bool  // cuInit succeeded
-}{done: make(chan struct{})}
+// state is what the first Init learned, published as it learns it: the
+// library, then the version (read before cuInit, so that it is known when
+// cuInit fails), then the device count once cuInit succeeded.
+var state struct {
+	lib     atomic.Pointer[dynload.Library]
+	version atomic.Int64 // cuDriverGetVersion; 0 until read
+	count   atomic.Int64 // cuDeviceGetCount after cuInit; -1 until it succeeded
+}
+
+func init() { state.count.Store(-1) }
+
+// initOnce is the process's one initialization of the driver.
+var initOnce = once.Func(initialize)
 
 // Name returns "cuda".
 func (*Backend) Name() string { return "cuda" }
 
 // Init loads libcuda.so.1 (see the package doc for where it looks), checks the
-// driver's version against the floor, and calls cuInit(0), once per process;
-// later calls return the first one's result. The driver cannot be interrupted,
-// so ctx is not consulted for cancellation; device.MinDriverVersion(ctx, "cuda") raises
-// the floor.
-func (*Backend) Init(ctx context.Context) error {
-	driver.once.Do(func() {
-		defer close(driver.done)
-		driver.err = initDriver(ctx)
-	})
-	return driver.err
-}
+// driver's version against MinDriverVersion, and calls cuInit(0), once per
+// process; later calls return the first one's result, a panic in it included
+// (as a *lazy.PanicError). The driver cannot be interrupted, so ctx is not
+// consulted.
+func (*Backend) Init(context.Context) error { return initOnce() }
 
-func initDriver(ctx context.Context) error {
+func initialize() error {
 	lib, err := loadDriver()
 	if err != nil {
 		return err
 	}
-	driver.lib = lib
+	state.lib.Store(&lib)
 	v, r := api.driverGetVersion()
 	if err := check("cuDriverGetVersion", r); err != nil {
 		// The toolkit's stub answers 34 to its first call, this one: name the
 		// file loaded, since that is what to fix.
-		if de := (*device.DriverError)(nil); r == 34 && errors.As(err, &de) && lib.Path != "" {
+		if de := (*driver.DriverError)(nil); r == 34 && errors.As(err, &de) && lib.Path != "" {
 			de.Message += " (loaded " + lib.Path + ")"
 		}
 		return err
 	}
-	driver.version = v
-	if need := max(MinDriverVersion, device.MinDriverVersion(ctx, "cuda")); v < need {
-		return &device.DriverError{Backend: "cuda", Op: "cuDriverGetVersion", Sentinel: device.ErrDriverMismatch,
-			Message: fmt.Sprintf("the driver supports CUDA %s (%d), this process needs CUDA %s (%d)", cudaVersion(v), v, cudaVersion(need), need),
-			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(need) + " (nvidia-smi shows the CUDA version the driver supports)"}
+	state.version.Store(int64(v))
+	if v < MinDriverVersion {
+		return &driver.DriverError{Backend: "cuda", Op: "cuDriverGetVersion", Sentinel: driver.ErrDriverMismatch,
+			Message: fmt.Sprintf("the driver supports CUDA %s (%d), this backend needs CUDA %s (%d)", cudaVersion(v), v, cudaVersion(MinDriverVersion), MinDriverVersion),
+			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(MinDriverVersion) + " or later (nvidia-smi shows the CUDA version the driver supports)"}
 	}
 	if err := check("cuInit", api.init()); err != nil {
 		return drivercodes.WithVisibilityHint(err, drivercodes.CUDAHiding)
@@ -88,8 +88,13 @@ func initDriver(ctx context.Context) error {
 	if err := check("cuDeviceGetCount", r); err != nil {
 		return err
 	}
+	if n < 0 {
+		return &driver.DriverError{Backend: "cuda", Op: "cuDeviceGetCount", Sentinel: driver.ErrDriverMismatch,
+			Message: fmt.Sprintf("the driver reports %d devices, which no NVIDIA driver does (loaded %s)", n, lib.Path),
+			Hint:    "the library loaded is not a working libcuda: check " + EnvLibrary + " and reinstall the NVIDIA driver"}
+	}
 	primaries = make([]primarySlot, n)
-	driver.count, driver.ready = n, true
+	state.count.Store(int64(n))
 	return nil
 }
 
@@ -98,65 +103,49 @@ func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) 
 
 // DriverVersion reports the version cuDriverGetVersion gave at Init, which
 // reads it before cuInit, so it is known even when cuInit fails. Before Init it
-// loads nothing and returns an error wrapping device.ErrNotInitialized.
+// loads nothing and returns an error wrapping driver.ErrNotInitialized.
 func (*Backend) DriverVersion() (int, error) {
-	if !initDone() || driver.version == 0 {
-		return 0, fmt.Errorf("%w: cuda: libcuda is loaded at the first Init, and this process has not loaded it", device.ErrNotInitialized)
+	if v := state.version.Load(); v != 0 {
+		return int(v), nil
 	}
-	return driver.version, nil
-}
-
-// initDone reports whether the first Init has finished, without waiting for
-// one in progress.
-func initDone() bool {
-	select {
-	case <-driver.done:
-		return true
-	default:
-		return false
-	}
+	return 0, fmt.Errorf("%w: cuda: libcuda is loaded at the first Init, and this process has not loaded it", driver.ErrNotInitialized)
 }
 
 // Count reports the device count cuDeviceGetCount gave at Init (devices do
 // not come or go after cuInit). Before a successful Init it answers as the
 // driver would, CUDA_ERROR_NOT_INITIALIZED, without loading anything.
 func (*Backend) Count() (int, error) {
-	if err := ready("cuDeviceGetCount"); err != nil {
-		return 0, err
+	n := state.count.Load()
+	if n < 0 {
+		return 0, codeError("cuDeviceGetCount", 3)
 	}
-	return driver.count, nil
+	return int(n), nil
 }
 
 // Device reads one device's name, total memory, compute capability,
 // multiprocessor count, integrated flag, PCI bus id and UUID.
-func (*Backend) Device(ordinal int) (device.Info, error) {
+func (*Backend) Device(ordinal int) (driver.Info, error) {
 	if err := checkOrdinal("cuDeviceGet", ordinal); err != nil {
-		return device.Info{}, err
+		return driver.Info{}, err
 	}
 	return describe(ordinal)
-}
-
-func ready(op string) error {
-	if !initDone() || !driver.ready {
-		return codeError(op, 3)
-	}
-	return nil
 }
 
 // checkOrdinal is nil for a device of an initialized driver, else the error
 // op would get: not initialized, or an invalid ordinal with the range.
 func checkOrdinal(op string, ordinal int) error {
-	if err := ready(op); err != nil {
-		return err
-	}
-	if ordinal < 0 || ordinal >= driver.count {
-		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", device.ErrInvalidDevice, ordinal, driver.count)
+	n := state.count.Load()
+	switch {
+	case n < 0:
+		return codeError(op, 3)
+	case ordinal < 0 || int64(ordinal) >= n:
+		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", driver.ErrInvalidDevice, ordinal, n)
 	}
 	return nil
 }
 
 // check turns a CUresult into an error: nil for CUDA_SUCCESS, else a
-// *device.DriverError with the driver's own name and description where it
+// *driver.DriverError with the driver's own name and description where it
 // has them, and the table's sentinel and hint.
 func check(op string, r result) error {
 	if r == 0 {
@@ -177,10 +166,10 @@ func codeError(op string, code int) error { return drivercodes.CUDA.Error(op, co
 // CUDA call op, with the driver's own name and description where the driver
 // is loaded: sticky codes (700, 719, 214 and the others the driver documents
 // as leaving the context unusable) are marked so.
-func (*Backend) DriverError(op string, code int) *device.DriverError {
-	if initDone() && driver.lib.Path != "" {
+func (*Backend) DriverError(op string, code int) *driver.DriverError {
+	if lib := state.lib.Load(); lib != nil && lib.Path != "" {
 		name, desc := errorStrings(code)
 		return drivercodes.CUDA.Error(op, code, name, desc)
 	}
-	return drivercodes.CUDA.Error(op, code, "", "")
+	return classify(op, code)
 }

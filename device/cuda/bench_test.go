@@ -52,7 +52,7 @@ func BenchmarkLoad(b *testing.B) {
 	loadFakes(b)
 	b.Run("dlopen", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := dynload.Load(cLoader{}, driverLibrary()); err != nil {
+			if _, err := dynload.Load(driverLibrary()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -72,7 +72,6 @@ func BenchmarkLoad(b *testing.B) {
 // and resolving every symbol).
 func BenchmarkInit(b *testing.B) {
 	loadFakes(b)
-	ctx := context.Background()
 	b.Run("raw-driver-calls", func(b *testing.B) {
 		attrs := []int{attrComputeCapabilityMajor, attrComputeCapabilityMinor, attrMultiprocessorCount,
 			attrIntegrated, attrPCIBusID, attrPCIDeviceID, attrPCIDomainID}
@@ -94,7 +93,7 @@ func BenchmarkInit(b *testing.B) {
 	})
 	b.Run("backend", func(b *testing.B) {
 		for b.Loop() {
-			if err := initDriver(ctx); err != nil {
+			if err := initialize(); err != nil {
 				b.Fatal(err)
 			}
 			n, _ := process.Count()
@@ -110,10 +109,14 @@ func BenchmarkInit(b *testing.B) {
 // BenchmarkMemoryInfo compares the NVML call alone with MemoryInfo.
 func BenchmarkMemoryInfo(b *testing.B) {
 	loadFakes(b)
+	handles, err := loadNVML()
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("nvml-call", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := nvmlMemory(0); err != nil {
+			if _, _, err := nvmlMemory(handles, 0); err != nil {
 				b.Fatal(err)
 			}
 		}

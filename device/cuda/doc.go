@@ -17,20 +17,20 @@
 // Only libcuda.so.1: the bare libcuda.so is, in build images, the toolkit's
 // link stub, which answers CUDA_ERROR_STUB_LIBRARY (34) to every call; a stub
 // found anyway is reported as such, with its path and a hint. A missing
-// library is a *device.DriverError with Op "dlopen" wrapping
-// device.ErrDriverNotFound. The library is never closed.
+// library is a *driver.DriverError with Op "dlopen" wrapping
+// driver.ErrDriverNotFound. The library is never closed.
 //
 // Versioned symbols are asked for by name, as the header macros would pick
 // them: cuDeviceTotalMem_v2 (the unversioned one has a 32-bit size),
 // cuMemAlloc_v2, cuMemFree_v2, cuMemcpyDtoH_v2, cuDevicePrimaryCtxRelease_v2,
-// cuMemGetInfo_v2. A missing required symbol is a *device.DriverError wrapping
-// device.ErrDriverMismatch that names it. cuDeviceGetUuid_v2 (CUDA 11.4) and
+// cuMemGetInfo_v2. A missing required symbol is a *driver.DriverError wrapping
+// driver.ErrDriverMismatch that names it. cuDeviceGetUuid_v2 (CUDA 11.4) and
 // cuDeviceGetUuid are optional: without either, Info.UUID stays empty.
 //
 // libcurand.so.10 is loaded when the first generator is created (or the file
 // GPUINIT_CURAND_LIBRARY names: GPU hosts often have it only inside the
 // nvidia-curand Python wheel). Without it, generation fails with an error
-// wrapping device.ErrNotSupported; the device stays usable.
+// wrapping driver.ErrNotSupported; the device stays usable.
 //
 // With -tags cudalink the backend is linked at build time instead: it calls
 // the driver through github.com/mumax/3/cuda/cu where that package has the
@@ -47,10 +47,3 @@
 // Without cgo, off Linux or with -tags nocuda, the package registers "cuda" as
 // unavailable, with the reason, so that Open("cuda") and auto say why.
 package cuda
-
-// Environment variables naming files to load instead of searching, for odd
-// installs and for tests.
-const (
-	EnvLibrary       = "GPUINIT_CUDA_LIBRARY"
-	EnvCurandLibrary = "GPUINIT_CURAND_LIBRARY"
-)

@@ -108,11 +108,12 @@ func TestDriverFloor(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
 	t.Run("a driver older than the backend's floor", func(t *testing.T) {
 		log.Reset(t)
-		runChild(t, "TestChildDriverFloor", append(env, "GPUINIT_FAKE_CUDA_VERSION=10020", "WANT=CUDA 10.2 (10020), this process needs CUDA 11.0 (11000)")...)
+		runChild(t, "TestChildDriverFloor", append(env, "GPUINIT_FAKE_CUDA_VERSION=10020", "WANT=CUDA 10.2 (10020), this backend needs CUDA 11.0 (11000)")...)
 		assert.Empty(t, log.Lines(t, "cuInit"), "the version is checked before cuInit")
 	})
 	t.Run("a driver older than the server's engine needs", func(t *testing.T) {
-		runChild(t, "TestChildDriverFloor", append(env, "RAISE=12060", "WANT=CUDA 12.4 (12040), this process needs CUDA 12.6 (12060)")...)
+		runChild(t, "TestChildDriverFloor", append(env, "RAISE=12060",
+			"WANT=cuda: DriverVersion failed: the driver reports 12040, this runtime requires 12060", "HINT=upgrade the driver")...)
 	})
 	t.Run("a second runtime's floor, after the driver is initialized", func(t *testing.T) {
 		runChild(t, "TestChildDriverFloor", append(env, "FIRST=1", "RAISE=12060",

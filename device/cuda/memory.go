@@ -5,7 +5,7 @@ package cuda
 import (
 	"fmt"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // MemoryInfo reads device ordinal's free and total memory without creating a
@@ -16,16 +16,16 @@ import (
 // C call). One narrow window remains: if another thread releases the
 // context's last reference between the state check and the retain that finds
 // its handle, that retain recreates it, and the release right after destroys
-// it again. Otherwise the error wraps device.ErrNotSupported and says why. It
+// it again. Otherwise the error wraps driver.ErrNotSupported and says why. It
 // is safe from many goroutines. Through NVML it allocates nothing after the
 // first call per device; the driver path allocates a few bytes per call.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
 		return 0, 0, err
 	}
-	nvmlErr := loadNVML(driver.count)
+	handles, nvmlErr := loadNVML()
 	if nvmlErr == nil {
-		if free, total, nvmlErr = nvmlMemory(ordinal); nvmlErr == nil {
+		if free, total, nvmlErr = nvmlMemory(handles, ordinal); nvmlErr == nil {
 			return free, total, nil
 		}
 	}
@@ -39,25 +39,7 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	}
 	if !active {
 		return 0, 0, fmt.Errorf("%w: cuda: device %d's free memory cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory",
-			device.ErrNotSupported, ordinal, nvmlErr)
+			driver.ErrNotSupported, ordinal, nvmlErr)
 	}
 	return free, total, nil
-}
-
-// Do runs fn on a locked OS thread with device ordinal's primary context
-// current, and restores the thread's previous context afterwards, even if fn
-// panics (the panic goes on). The primary context is retained at the first Do
-// or generator for the device and kept for the life of the process; later
-// calls take no lock to find it. The CUDA runtime
-// (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
-// this same primary context, so work fn does through them lands in it.
-func (b *Backend) Do(ordinal int, fn func() error) error {
-	if err := checkOrdinal("cuCtxSetCurrent", ordinal); err != nil {
-		return err
-	}
-	pc, err := retainedPrimary(ordinal)
-	if err != nil {
-		return err
-	}
-	return pc.do(fn)
 }

@@ -3,17 +3,10 @@
 package cuda
 
 /*
-#include "dl.h"
+#include <stdlib.h>
 #include "nvml_shim.h"
 
 struct gpuinit_nvml gpuinit_nvml;
-
-#define SYM(f) { #f, offsetof(struct gpuinit_nvml, f), 1 }
-const struct gpuinit_symbol gpuinit_nvml_symbols[] = {
-	SYM(nvmlInit_v2), SYM(nvmlDeviceGetHandleByUUID), SYM(nvmlDeviceGetHandleByPciBusId_v2),
-	SYM(nvmlDeviceGetMemoryInfo), SYM(nvmlErrorString),
-};
-#undef SYM
 
 */
 import "C"
@@ -21,63 +14,69 @@ import "C"
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
-// EnvNVMLLibrary names a libnvidia-ml file to load instead of searching.
-const EnvNVMLLibrary = "GPUINIT_NVML_LIBRARY"
-
-// nvml is libnvidia-ml, loaded and initialized at the first MemoryInfo, once
-// per process. It is installed with every NVIDIA driver, next to libcuda.
-var nvml struct {
-	once  sync.Once
-	err   error
-	slots []nvmlSlot // one per CUDA ordinal
+// nvmlLibrary is where NVML is looked for. It is installed with every
+// NVIDIA driver, next to libcuda.
+func nvmlLibrary() dynload.Spec {
+	return dynload.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
+		Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it"}
 }
 
-// nvmlSlot is one CUDA device's NVML handle, looked up once by UUID (or PCI
-// bus id), never by index: NVML numbers devices by PCI bus, CUDA by its own
-// order (CUDA_DEVICE_ORDER, CUDA_VISIBLE_DEVICES), and the two differ.
-type nvmlSlot struct {
-	once   sync.Once
-	handle C.nvmlDevice_t
-	err    error
+// nvmlSymbols are the NVML functions the backend calls.
+var nvmlSymbols = []dynload.Symbol{
+	{Name: "nvmlInit_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlInit_v2), Required: true},
+	{Name: "nvmlDeviceGetHandleByUUID", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetHandleByUUID), Required: true},
+	{Name: "nvmlDeviceGetHandleByPciBusId_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetHandleByPciBusId_v2), Required: true},
+	{Name: "nvmlDeviceGetMemoryInfo", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetMemoryInfo), Required: true},
+	{Name: "nvmlErrorString", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlErrorString), Required: true},
 }
 
-func loadNVML(devices int) error {
-	nvml.once.Do(func() {
-		spec := dynload.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
-			Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it"}
-		_, err := load(spec, &C.gpuinit_nvml_symbols[0], len(C.gpuinit_nvml_symbols),
-			unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
-		if err == nil {
-			err = nvmlCheck("nvmlInit_v2", C.gpuinit_nvmlInit())
-		}
-		nvml.err = err
-		nvml.slots = make([]nvmlSlot, devices)
-	})
-	return nvml.err
-}
+// nvmlHandles are each CUDA device's NVML handle, each looked up once, at
+// its first use, by UUID (or PCI bus id), never by index: NVML numbers
+// devices by PCI bus, CUDA by its own order (CUDA_DEVICE_ORDER,
+// CUDA_VISIBLE_DEVICES), and the two differ.
+type nvmlHandles []func() (C.nvmlDevice_t, error)
+
+// loadNVML loads and initializes NVML at the first MemoryInfo, once per
+// process; Init has succeeded, so the devices are known.
+var loadNVML = once.Value(func() (nvmlHandles, error) {
+	spec := nvmlLibrary()
+	lib, err := dynload.Load(spec)
+	if err == nil {
+		err = lib.Bind(spec, nvmlSymbols, unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
+	}
+	if err == nil {
+		err = nvmlCheck("nvmlInit_v2", C.gpuinit_nvmlInit())
+	}
+	if err != nil {
+		return nil, err
+	}
+	handles := make(nvmlHandles, state.count.Load())
+	for ordinal := range handles {
+		handles[ordinal] = once.Value(func() (C.nvmlDevice_t, error) {
+			info, err := describe(ordinal)
+			if err != nil {
+				return nil, err
+			}
+			return nvmlHandle(info.UUID, info.PCIBusID)
+		})
+	}
+	return handles, nil
+})
 
 // nvmlMemory reads a device's free and total memory through NVML.
-func nvmlMemory(ordinal int) (free, total uint64, err error) {
-	slot := &nvml.slots[ordinal]
-	slot.once.Do(func() {
-		info, err := describe(ordinal)
-		if err != nil {
-			slot.err = err
-			return
-		}
-		slot.handle, slot.err = nvmlHandle(info.UUID, info.PCIBusID)
-	})
-	if slot.err != nil {
-		return 0, 0, slot.err
+func nvmlMemory(handles nvmlHandles, ordinal int) (free, total uint64, err error) {
+	h, err := handles[ordinal]()
+	if err != nil {
+		return 0, 0, err
 	}
-	m := C.gpuinit_nvmlMemory(slot.handle)
+	m := C.gpuinit_nvmlMemory(h)
 	if err := nvmlCheck("nvmlDeviceGetMemoryInfo", m.r); err != nil {
 		return 0, 0, err
 	}
@@ -112,7 +111,7 @@ func nvmlCheck(op string, r C.nvmlReturn_t) error {
 	}
 	msg := ""
 	if C.gpuinit_nvml.nvmlErrorString != nil {
-		msg = C.GoString(C.gpuinit_nvmlError(r))
+		msg = dynload.GoString(unsafe.Pointer(C.gpuinit_nvmlError(r)), dynload.MaxMessage)
 	}
-	return &device.DriverError{Backend: "cuda", Op: op, Code: int(r), Name: "nvmlReturn_t", Message: msg}
+	return &driver.DriverError{Backend: "cuda", Op: op, Code: int(r), Name: "nvmlReturn_t", Message: msg}
 }

@@ -2,8 +2,9 @@
 
 package cuda
 
-import "github.com/gpuinit/gpuinit/device"
+import "github.com/gpuinit/gpuinit/device/driver"
 
-func init() {
-	device.RegisterUnavailable("cuda", "this binary was built with -tags nocuda")
-}
+// open is nil in a -tags nocuda build; unavailable says why.
+var open func() (driver.Backend, error)
+
+const unavailable = "this binary was built with -tags nocuda"

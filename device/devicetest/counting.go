@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // Counting wraps a Backend and counts every call made into it, so that a test
 // can prove what touched the driver and how often. It implements
-// device.GeneratorBackend whatever it wraps: over a backend without
-// generators, NewGenerator returns an error wrapping device.ErrNotSupported.
+// driver.GeneratorBackend whatever it wraps: over a backend without
+// generators, NewGenerator returns an error wrapping driver.ErrNotSupported.
 // Its Unwrap lets a Runtime reach the wrapped backend's other optional
 // interfaces (MemoryInfo, Do, error classification), which it does not
 // count. It is safe for concurrent use.
 type Counting struct {
-	device.Backend
+	driver.Backend
 	initCalls, versionCalls, countCalls, deviceCalls, generatorCalls atomic.Int64
 }
 
@@ -37,7 +37,7 @@ func (c *Counting) Calls() Calls {
 }
 
 // Unwrap returns the wrapped Backend.
-func (c *Counting) Unwrap() device.Backend { return c.Backend }
+func (c *Counting) Unwrap() driver.Backend { return c.Backend }
 
 // Init counts, then calls the wrapped Init.
 func (c *Counting) Init(ctx context.Context) error {
@@ -58,17 +58,17 @@ func (c *Counting) Count() (int, error) {
 }
 
 // Device counts, then calls the wrapped Device.
-func (c *Counting) Device(ordinal int) (device.Info, error) {
+func (c *Counting) Device(ordinal int) (driver.Info, error) {
 	c.deviceCalls.Add(1)
 	return c.Backend.Device(ordinal)
 }
 
 // NewGenerator counts, then calls the wrapped NewGenerator if there is one.
-func (c *Counting) NewGenerator(ordinal int) (device.Generator, error) {
+func (c *Counting) NewGenerator(ordinal int) (driver.Generator, error) {
 	c.generatorCalls.Add(1)
-	gb, ok := device.Capability[device.GeneratorBackend](c.Backend)
+	gb, ok := driver.Capability[driver.GeneratorBackend](c.Backend)
 	if !ok {
-		return nil, fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, c.Name())
+		return nil, fmt.Errorf("%w: backend %s has no device generators", driver.ErrNotSupported, c.Name())
 	}
 	return gb.NewGenerator(ordinal)
 }

@@ -3,12 +3,11 @@ package devicetest_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -17,13 +16,13 @@ import (
 // A kit that cannot fail proves nothing: each broken backend below breaks one
 // rule, and TestBackend, run on it in a child process, must fail and say why.
 var broken = map[string]struct {
-	backend device.Backend
+	backend driver.Backend
 	opts    []devicetest.Option
 	says    string
 }{
-	"unmapped init error":     {unmappedInit{sim.New()}, nil, "want a *device.DriverError"},
-	"negative ordinal served": {lenientOrdinals{sim.New()}, nil, "want an error wrapping device.ErrInvalidDevice"},
-	"zero devices after init": {zeroDevices{sim.New()}, nil, "fails Init with device.ErrNoDevice"},
+	"unmapped init error":     {unmappedInit{sim.New()}, nil, "want a *driver.DriverError"},
+	"negative ordinal served": {lenientOrdinals{sim.New()}, nil, "want an error wrapping driver.ErrInvalidDevice"},
+	"zero devices after init": {zeroDevices{sim.New()}, nil, "fails Init with driver.ErrNoDevice"},
 	"wrong numbers drawn":     {sim.New(), []devicetest.Option{devicetest.GeneratorsDraw(philox.FillSequential)}, "seed 42, offset 8: drew"},
 	"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
 }
@@ -49,30 +48,23 @@ type renamed struct {
 
 func (r renamed) Name() string { return r.name }
 
-const envBroken = "GPUINIT_DEVICETEST_BROKEN"
-
-func TestBrokenBackendChild(t *testing.T) {
-	name := os.Getenv(envBroken)
-	if name == "" {
-		t.Skip("run by TestKitCatchesBrokenBackends")
-	}
-	b := broken[name]
-	devicetest.TestBackend(t, b.backend, b.opts...)
-}
-
 func TestKitCatchesBrokenBackends(t *testing.T) {
 	for name, b := range broken {
 		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenBackendChild$", "-test.v")
-			cmd.Env = append(os.Environ(), envBroken+"="+name)
-			out, err := cmd.CombinedOutput()
-			var exitErr *exec.ExitError
-			assert.ErrorAs(t, err, &exitErr, "the kit passed a broken backend:\n%s", out)
-			assert.Contains(t, string(out), b.says)
+			err := devicetest.Check(b.backend, b.opts...)
+			if assert.Error(t, err, "the kit passed a broken backend") {
+				assert.Contains(t, err.Error(), b.says)
+			}
 		})
 	}
 }
 
 func TestSimPasses(t *testing.T) {
 	devicetest.TestBackend(t, sim.New(sim.WithDevices(3)), devicetest.GeneratorsDraw(philox.FillCURAND))
+	assert.NoError(t, devicetest.Check(sim.New(sim.WithDevices(3)), devicetest.GeneratorsDraw(philox.FillCURAND)))
+}
+
+func TestCheckSkipsWhatNeedsADeviceWithoutAFinding(t *testing.T) {
+	assert.NoError(t, devicetest.Check(sim.New(sim.WithFailure(sim.NoDevice))),
+		"a well-mapped no-device failure keeps the contract; the device parts cannot run")
 }

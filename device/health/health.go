@@ -230,6 +230,12 @@ func (h *Health) startInit() bool {
 		return false
 	}
 	if !h.started {
+		// Start now, under mu, so that a Close racing with this probe
+		// cannot stop an initialization the probe reports as started; the
+		// goroutine only waits for it, to log the outcome, until Close.
+		if err := h.rt.Start(h.ctx); err != nil {
+			return false
+		}
 		h.started = true
 		h.wg.Add(1)
 		go func() {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -186,7 +188,7 @@ func TestALostDeviceTurnsReadinessOff(t *testing.T) {
 			require.Equal(t, http.StatusOK, code)
 			s.LoseDevice(1, 719)
 			err := rt.Do(context.Background(), 1, func() error { return nil })
-			require.True(t, rt.ReportError(1, err))
+			require.ErrorIs(t, rt.ReportError(1, err), device.ErrDeviceLost)
 			code, body := probe(t, h.Ready())
 			assert.Equal(t, http.StatusServiceUnavailable, code)
 			assert.Contains(t, body, "device 1 lost")
@@ -220,36 +222,84 @@ func TestMountServesTheOpenInferenceProtocolPaths(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 }
 
-func TestConcurrentProbes(t *testing.T) {
-	h := health.New(device.New(sim.New(sim.WithInitDelay(50 * time.Millisecond))))
+// TestConcurrentProbesAgreeAndOnlyMoveForward: probes racing with the
+// initialization they start each give an answer that agrees with itself
+// (a status's ready and state), liveness never fails, and no goroutine sees
+// readiness go back once it was ready.
+func TestConcurrentProbesAgreeAndOnlyMoveForward(t *testing.T) {
+	rt := device.New(sim.New(sim.WithInitDelay(50 * time.Millisecond)))
+	h := health.New(rt)
 	defer h.Close()
 	var wg sync.WaitGroup
+	var sawInitializing, sawReady atomic.Bool
 	for g := range 64 {
 		wg.Go(func() {
+			wasReady := false
 			for range 50 {
+				var ready bool
 				switch g % 3 {
 				case 0:
-					probe(t, h.Ready())
+					code, body := probe(t, h.Ready())
+					ready = code == http.StatusOK
+					if !ready {
+						assert.Contains(t, body, "initializing", "the only reason not to be ready here")
+					}
 				case 1:
-					probe(t, h.Live())
+					code, body := probe(t, h.Live())
+					assert.Equal(t, http.StatusOK, code, body)
+					continue
 				default:
-					probe(t, h.Status())
+					st := status(t, h)
+					ready = st.Ready
+					assert.Equal(t, st.Ready, st.State == "ready", "ready agrees with the state: %+v", st)
+					assert.True(t, st.Live)
+				}
+				assert.False(t, wasReady && !ready, "readiness went back after it was ready")
+				wasReady = wasReady || ready
+				if ready {
+					sawReady.Store(true)
+				} else {
+					sawInitializing.Store(true)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	assert.True(t, sawInitializing.Load(), "the first probes came while init ran")
+	require.NoError(t, rt.Init(context.Background()))
+	code, _ := probe(t, h.Ready())
+	assert.Equal(t, http.StatusOK, code, "ready once init is done")
 }
 
+// TestCloseAndTheFirstProbeAgree: whichever of Close and the first readiness
+// probe comes first, the probe's answer says what happened: "a probe started
+// it" only if the initialization did start, and "probes do not start it"
+// only if nothing ever starts it.
 func TestCloseAndTheFirstProbeAgree(t *testing.T) {
+	outcomes := map[string]int{}
 	for range 200 {
-		h := health.New(device.New(sim.New(sim.WithInitDelay(time.Millisecond))))
+		rt := device.New(sim.New(sim.WithInitDelay(time.Millisecond)))
+		h := health.New(rt)
 		var wg sync.WaitGroup
-		wg.Go(func() { h.Readiness() })
+		var reason string
+		wg.Go(func() { _, reason = h.Readiness() })
 		wg.Go(func() { _ = h.Close() })
 		wg.Wait()
-		_ = h.Close() // whichever came first, nothing is left running after Close
+		_ = h.Close() // whichever came first, nothing of Health's is left running after Close
+		switch {
+		case strings.Contains(reason, "a probe started it"):
+			outcomes["probe first"]++
+			assert.NotEqual(t, lazy.Uninitialized, rt.State(), "the probe said it started init")
+		case strings.Contains(reason, "probes do not start it"):
+			outcomes["close first"]++
+			ok, _ := h.Readiness()
+			assert.False(t, ok)
+			assert.Equal(t, lazy.Uninitialized, rt.State(), "after Close, probes start nothing")
+		default:
+			t.Fatalf("the first probe's reason is neither: %q", reason)
+		}
 	}
+	t.Logf("outcomes over 200 races: %v", outcomes)
 }
 
 func TestLiveAndReadyAllocateNothingOnAReadyRuntime(t *testing.T) {

@@ -10,8 +10,8 @@
 // names; one the process already has (a cgo engine's: two HIP runtimes in one
 // process break both); libamdhip64.so.7, .6, .5, then libamdhip64.so through
 // the dynamic loader; then the same names in $ROCM_PATH/lib, /opt/rocm/lib and
-// WSL2's /usr/lib/wsl/lib. A missing library is a *device.DriverError with Op
-// "dlopen" wrapping device.ErrDriverNotFound, whose hint says to install the
+// WSL2's /usr/lib/wsl/lib. A missing library is a *driver.DriverError with Op
+// "dlopen" wrapping driver.ErrDriverNotFound, whose hint says to install the
 // ROCm runtime: passing /dev/kfd and /dev/dri into a container fixes "no
 // device", not a missing library. libhiprand.so.1 is loaded at the first
 // generator, from the chosen libamdhip64's directory first so that their ROCm
@@ -21,7 +21,7 @@
 // Versions never initialize anything: hipDriverGetVersion starts the whole
 // runtime, unlike cuDriverGetVersion, so DriverVersion and RuntimeVersion
 // report what Init read after hipInit, and before Init return an error
-// wrapping device.ErrNotInitialized.
+// wrapping driver.ErrNotInitialized.
 //
 // Device facts. hipDeviceProp_t changed layout between ROCm majors
 // (hipGetDevicePropertiesR0600), so this package never reads it: the name,
@@ -47,10 +47,3 @@
 // Without cgo, off Linux or with -tags nohip, the package registers "hip" as
 // unavailable, with the reason, so that Open("hip") and auto say why.
 package hip
-
-// Environment variables naming files to load instead of searching, for odd
-// installs and for tests.
-const (
-	EnvLibrary        = "GPUINIT_HIP_LIBRARY"
-	EnvHiprandLibrary = "GPUINIT_HIPRAND_LIBRARY"
-)

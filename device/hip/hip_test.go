@@ -225,7 +225,7 @@ func TestChildFloor(t *testing.T) {
 	require.NoError(t, r.RequireDriverVersion("hip", 60000000))
 	err := r.Init(context.Background())
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
-	assert.ErrorContains(t, err, "reports 50221153, this process needs 60000000")
+	assert.ErrorContains(t, err, "the driver reports 50221153, this runtime requires 60000000")
 }
 
 func TestMissingLibraryIsDriverNotFound(t *testing.T) {

@@ -2,8 +2,9 @@
 
 package hip
 
-import "github.com/gpuinit/gpuinit/device"
+import "github.com/gpuinit/gpuinit/device/driver"
 
-func init() {
-	device.RegisterUnavailable("hip", "this binary was built with -tags nohip")
-}
+// open is nil in a -tags nohip build; unavailable says why.
+var open func() (driver.Backend, error)
+
+const unavailable = "this binary was built with -tags nohip"

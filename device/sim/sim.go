@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/rng/philox"
 )
@@ -60,14 +61,26 @@ const MaxDevices = 64
 // DriverVersion is the version the simulated driver reports.
 const DriverVersion = 12020
 
-func init() {
-	device.Register("sim", func() (device.Backend, error) {
-		opts, err := OptionsFromEnv()
-		if err != nil {
-			return nil, err
-		}
-		return New(opts...), nil
-	})
+func init() { device.Register(Registration()) }
+
+// Registration is what the package registers with device.DefaultRegistry when
+// it is imported: "sim", not a GPU platform (auto never picks it), whose
+// Open reads OptionsFromEnv, whose generators draw in cuRAND's ordering, and
+// whose codes classify by CUDA's table, as its errors do.
+func Registration() driver.Registration {
+	return driver.Registration{
+		Name:    "sim",
+		Package: "github.com/gpuinit/gpuinit/device/sim",
+		Open: func() (driver.Backend, error) {
+			opts, err := OptionsFromEnv()
+			if err != nil {
+				return nil, err
+			}
+			return New(opts...), nil
+		},
+		Ordering: driver.OrderingCURAND,
+		Classify: driverError,
+	}
 }
 
 // Option configures a Backend.
@@ -178,7 +191,7 @@ func (b *Backend) Init(ctx context.Context) error {
 		b.initialized.Store(true)
 		return nil
 	case NoDriver:
-		return &device.DriverError{Backend: "sim", Op: "dlopen", Sentinel: device.ErrDriverNotFound,
+		return &driver.DriverError{Backend: "sim", Op: "dlopen", Sentinel: driver.ErrDriverNotFound,
 			Message: "libcuda.so.1: cannot open shared object file: No such file or directory (tried libcuda.so.1)",
 			Hint:    drivercodes.CUDANotFoundHint}
 	case NoDevice:
@@ -193,7 +206,7 @@ func (b *Backend) Init(ctx context.Context) error {
 // no-driver failure it fails as a missing library would.
 func (b *Backend) DriverVersion() (int, error) {
 	if b.failure == NoDriver {
-		return 0, fmt.Errorf("%w: sim: the simulated driver library is missing", device.ErrNotInitialized)
+		return 0, fmt.Errorf("%w: sim: the simulated driver library is missing", driver.ErrNotInitialized)
 	}
 	return DriverVersion, nil
 }
@@ -208,11 +221,11 @@ func (b *Backend) Count() (int, error) {
 }
 
 // Device describes device ordinal: a simulated Hopper GPU with 80 GiB.
-func (b *Backend) Device(ordinal int) (device.Info, error) {
+func (b *Backend) Device(ordinal int) (driver.Info, error) {
 	if err := b.checkDevice(ordinal); err != nil {
-		return device.Info{}, err
+		return driver.Info{}, err
 	}
-	return device.Info{
+	return driver.Info{
 		Ordinal:         ordinal,
 		Name:            "gpuinit simulated H100",
 		Arch:            "sm_90",
@@ -265,7 +278,7 @@ func (b *Backend) lostError(op string, ordinal int) error {
 }
 
 // DriverError classifies a CUresult as the cuda backend does, as backend sim.
-func (b *Backend) DriverError(op string, code int) *device.DriverError { return driverError(op, code) }
+func (b *Backend) DriverError(op string, code int) *driver.DriverError { return driverError(op, code) }
 
 // UsedMemory is how much of each simulated device's memory is in use.
 const UsedMemory = 3 << 30
@@ -298,7 +311,7 @@ func (b *Backend) Do(ordinal int, fn func() error) error {
 
 // NewGenerator returns a generator that draws what cuRAND's Philox host
 // generator draws (philox.FillCURAND).
-func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
+func (b *Backend) NewGenerator(ordinal int) (driver.Generator, error) {
 	if err := b.checkDevice(ordinal); err != nil {
 		return nil, err
 	}
@@ -325,7 +338,7 @@ func (g *generator) Generate(dst []uint32) error {
 
 // driverError is what libcuda would return for code, from the cuda backend's
 // own table, as backend "sim".
-func driverError(op string, code int) *device.DriverError {
+func driverError(op string, code int) *driver.DriverError {
 	e := drivercodes.CUDA.Error(op, code, "", "")
 	e.Backend = "sim"
 	return e

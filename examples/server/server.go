@@ -76,13 +76,16 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	case err != nil:
-		// Only the driver's own errors say something about the device; a
-		// cancelled request or a failed initialization does not. health logs
-		// a new loss, once, when it next observes the runtime: have it
-		// observe now rather than at the next probe.
+		// Only the driver's own errors from a call on the device say
+		// something about it: a cancelled request or a failed initialization
+		// does not, and the runtime refuses reports of ordinals it does not
+		// have. health logs a new loss, once, when it next observes the
+		// runtime: have it observe now rather than at the next probe.
 		var de *device.DriverError
-		if errors.As(err, &de) && s.rt.ReportError(ordinal, de) {
-			s.health.Liveness()
+		if errors.As(err, &de) && s.rt.IsInitialized() {
+			if errors.Is(s.rt.ReportError(ordinal, de), device.ErrDeviceLost) {
+				s.health.Liveness()
+			}
 		}
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

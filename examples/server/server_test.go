@@ -11,11 +11,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -97,7 +99,7 @@ func TestDrawOnTheCPUWithoutDeviceGenerators(t *testing.T) {
 }
 
 // noGenerators hides sim's generators.
-type noGenerators struct{ device.Backend }
+type noGenerators struct{ driver.Backend }
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	d = slices.Clone(d)
@@ -119,15 +121,30 @@ func TestADrawWaitsForInitNoLongerThanItsRequest(t *testing.T) {
 		return w.Code
 	}
 	first := make(chan int, 1)
-	go func() { first <- draw(context.Background()) }()
-	require.Eventually(t, func() bool { return srv.rt.State() == lazy.Initializing }, 10*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond) // let the first draw reach its wait
+	waiting := &waitSignal{Context: context.Background(), waiting: make(chan struct{})}
+	go func() { first <- draw(waiting) }()
+	<-waiting.waiting // the first draw waits for init
+	require.Equal(t, lazy.Initializing, srv.rt.State())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	assert.Equal(t, http.StatusServiceUnavailable, draw(ctx))
 	assert.Less(t, time.Since(start), initDelay/2, "the second draw waited past its own deadline")
 	assert.Equal(t, http.StatusOK, <-first, "the first draw is served once init finishes")
+}
+
+// waitSignal is a request's context that closes waiting when its Done is
+// first asked for: where a draw starts waiting on it (for init, or for the
+// draw lock).
+type waitSignal struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (w *waitSignal) Done() <-chan struct{} {
+	w.once.Do(func() { close(w.waiting) })
+	return w.Context.Done()
 }
 
 // TestALostDeviceIsLoggedOnceWithoutAProbe: draws that hit a lost device log

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestCodesMapOntoSentinelsWithHints(t *testing.T) {
 	for _, tc := range []struct {
-		table  *device.CodeTable
+		table  *driver.CodeTable
 		op     string
 		code   int
 		name   string

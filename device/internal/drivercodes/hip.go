@@ -1,6 +1,6 @@
 package drivercodes
 
-import "github.com/gpuinit/gpuinit/device"
+import "github.com/gpuinit/gpuinit/device/driver"
 
 // Hints shared by several codes and by the loaders.
 const (
@@ -12,12 +12,12 @@ const (
 )
 
 // HIP are the hipError_t values users meet when bringing up or running a GPU.
-var HIP = &device.CodeTable{Backend: "hip", Unnamed: "hipError_t", Codes: map[int]device.Code{
+var HIP = &driver.CodeTable{Backend: "hip", Unnamed: "hipError_t", Codes: map[int]driver.Code{
 	3:   {Name: "hipErrorNotInitialized", Hint: "hipInit has not succeeded in this process"},
-	35:  {Name: "hipErrorInsufficientDriver", Sentinel: device.ErrDriverMismatch, Hint: "the amdgpu kernel driver is older than this ROCm needs: upgrade it, or use a ROCm the host driver supports"},
-	100: {Name: "hipErrorNoDevice", Sentinel: device.ErrNoDevice, Hint: HIPNoDeviceHint},
-	101: {Name: "hipErrorInvalidDevice", Sentinel: device.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; HIP_VISIBLE_DEVICES renumbers devices"},
-	209: {Name: "hipErrorNoBinaryForGpu", Sentinel: device.ErrNotSupported, Hint: "the ROCm libraries have no code for this GPU's gfx target: use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"},
+	35:  {Name: "hipErrorInsufficientDriver", Sentinel: driver.ErrDriverMismatch, Hint: "the amdgpu kernel driver is older than this ROCm needs: upgrade it, or use a ROCm the host driver supports"},
+	100: {Name: "hipErrorNoDevice", Sentinel: driver.ErrNoDevice, Hint: HIPNoDeviceHint},
+	101: {Name: "hipErrorInvalidDevice", Sentinel: driver.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; HIP_VISIBLE_DEVICES renumbers devices"},
+	209: {Name: "hipErrorNoBinaryForGpu", Sentinel: driver.ErrNotSupported, Hint: "the ROCm libraries have no code for this GPU's gfx target: use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"},
 	214: {Name: "hipErrorECCNotCorrectable", Sticky: true, Hint: "an uncorrectable ECC error: " + stickyHIPHint},
 	700: {Name: "hipErrorIllegalAddress", Sticky: true, Hint: "a kernel touched an illegal address: " + stickyHIPHint},
 	702: {Name: "hipErrorLaunchTimeOut", Sticky: true, Hint: stickyHIPHint},
@@ -28,10 +28,10 @@ var HIP = &device.CodeTable{Backend: "hip", Unnamed: "hipError_t", Codes: map[in
 
 // HIPError builds the error for op's raw hipError_t. From hipInit, 101 means no
 // GPU: ROCm before 6.2 reports a missing /dev/kfd that way.
-func HIPError(op string, code int, name, message string) *device.DriverError {
+func HIPError(op string, code int, name, message string) *driver.DriverError {
 	e := HIP.Error(op, code, name, message)
 	if op == "hipInit" && code == 101 {
-		e.Sentinel = device.ErrNoDevice
+		e.Sentinel = driver.ErrNoDevice
 		e.Hint = HIPNoDeviceHint + " (ROCm before 6.2 reports a missing /dev/kfd as 101)"
 	}
 	return e
@@ -41,7 +41,7 @@ const launchHint = "the kernel could not run: is there a GPU (rocminfo)? If ther
 	"use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"
 
 // HIPRAND are the hiprandStatus_t values.
-var HIPRAND = &device.CodeTable{Backend: "hip", Unnamed: "hiprandStatus_t", Codes: map[int]device.Code{
+var HIPRAND = &driver.CodeTable{Backend: "hip", Unnamed: "hiprandStatus_t", Codes: map[int]driver.Code{
 	100: {Name: "HIPRAND_STATUS_VERSION_MISMATCH"}, 101: {Name: "HIPRAND_STATUS_NOT_INITIALIZED"},
 	102: {Name: "HIPRAND_STATUS_ALLOCATION_FAILED"}, 103: {Name: "HIPRAND_STATUS_TYPE_ERROR"},
 	104: {Name: "HIPRAND_STATUS_OUT_OF_RANGE"}, 105: {Name: "HIPRAND_STATUS_LENGTH_NOT_MULTIPLE"},

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
 
@@ -58,11 +58,11 @@ func WithVisibilityHint(err error, vars []string) error {
 func WithKFDHint(err error) error { return prefixNoDeviceHint(err, kfd.Problem) }
 
 // prefixNoDeviceHint puts what prefix says, if anything, before the hint of
-// err's *device.DriverError, if err means no device; prefix is not called
+// err's *driver.DriverError, if err means no device; prefix is not called
 // otherwise (it reads the environment, or opens /dev/kfd).
 func prefixNoDeviceHint(err error, prefix func() string) error {
-	var de *device.DriverError
-	if !errors.Is(err, device.ErrNoDevice) || !errors.As(err, &de) {
+	var de *driver.DriverError
+	if !errors.Is(err, driver.ErrNoDevice) || !errors.As(err, &de) {
 		return err
 	}
 	if p := prefix(); p != "" {

@@ -4,9 +4,12 @@
 // one: two copies of a GPU runtime in one process break both), else the
 // directories the backend prefers (hipRAND next to the libamdhip64 in use),
 // else the dynamic loader's own search (LD_LIBRARY_PATH, the cache), else the
-// usual install directories. It is pure Go: each backend brings its dlopen and dlsym
-// as a Loader, written in its own cgo, so that cgo stays in the backends.
-// Libraries are never closed.
+// usual install directories; then it binds the functions a backend calls
+// from a Go-side symbol list into the backend's C table of function
+// pointers, all or nothing, as go-nvml's pkg/dl does for its own use. It is
+// the one cgo package besides the backends, which keep only their C tables
+// and trampolines; the search order is pure Go, over an opener that tests
+// replace. Libraries are never closed.
 package dynload
 
 import (
@@ -17,17 +20,17 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // Handle is what dlopen returned.
 type Handle = unsafe.Pointer
 
-// Loader is one backend's dlopen and dlsym. Open loads name with
-// RTLD_NOW|RTLD_LOCAL, or with noload only if the process has it already
-// (RTLD_NOLOAD), and returns the handle and the file loaded; on failure a nil
-// handle and dlerror's text, read in the same C call.
-type Loader interface {
+// opener is dlopen: Open loads name with RTLD_NOW|RTLD_LOCAL, or with noload
+// only if the process has it already (RTLD_NOLOAD), and returns the handle
+// and the file loaded; on failure a nil handle and dlerror's text, read in
+// the same C call.
+type opener interface {
 	Open(name string, noload bool) (h Handle, path, errText string)
 }
 
@@ -48,10 +51,8 @@ type Library struct {
 	Preloaded bool   // the process had it before this load
 }
 
-// Load finds and loads the library spec describes. A failure is a
-// *device.DriverError with Op "dlopen" wrapping device.ErrDriverNotFound, the
-// loader's own message and every name tried.
-func Load(l Loader, spec Spec) (Library, error) {
+// load finds and loads the library spec describes through l; see Load.
+func load(l opener, spec Spec) (Library, error) {
 	if file := strings.TrimSpace(os.Getenv(spec.Env)); file != "" {
 		h, path, msg := l.Open(file, false)
 		if h == nil {
@@ -108,15 +109,15 @@ func Load(l Loader, spec Spec) (Library, error) {
 }
 
 func notFound(spec Spec, msg, tried string) error {
-	return &device.DriverError{Backend: spec.Backend, Op: "dlopen", Sentinel: device.ErrDriverNotFound,
+	return &driver.DriverError{Backend: spec.Backend, Op: "dlopen", Sentinel: driver.ErrDriverNotFound,
 		Message: msg + " (tried " + tried + ")", Hint: spec.Hint}
 }
 
-// MissingSymbol is the error for a library that lacks a function the backend
+// missingSymbol is the error for a library that lacks a function the backend
 // needs: the library is too old (or not the vendor's), so it wraps
-// device.ErrDriverMismatch and names the function.
-func MissingSymbol(backend string, lib Library, symbol, msg, hint string) error {
-	return &device.DriverError{Backend: backend, Op: "dlsym", Name: symbol, Sentinel: device.ErrDriverMismatch,
+// driver.ErrDriverMismatch and names the function.
+func missingSymbol(backend string, lib Library, symbol, msg, hint string) error {
+	return &driver.DriverError{Backend: backend, Op: "dlsym", Name: symbol, Sentinel: driver.ErrDriverMismatch,
 		Message: fmt.Sprintf("%s lacks %s: %s", lib.Path, symbol, msg), Hint: hint}
 }
 

@@ -1,31 +1,15 @@
 package dynload
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// The two backends keep one C loader, dl.h, in two copies: they must not drift.
-func TestBackendsShareOneLoader(t *testing.T) {
-	cuda, err := os.ReadFile("../../cuda/dl.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hip, err := os.ReadFile("../../hip/dl.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(cuda, hip) {
-		t.Fatal("device/cuda/dl.h and device/hip/dl.h differ: change both")
-	}
-}
-
-// recorder is a Loader that loads only the files in ok and records the calls.
+// recorder is an opener that loads only the files in ok and records the calls.
 type recorder struct {
 	ok    map[string]bool // name -> loadable; with a trailing "!", only already loaded
 	calls []string
@@ -69,12 +53,12 @@ func TestLoadOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(spec.Env, tc.env)
 			r := &recorder{ok: tc.ok}
-			lib, err := Load(r, spec)
+			lib, err := load(r, spec)
 			if got, want := strings.Join(r.calls, "; "), strings.Join(tc.calls, "; "); got != want {
 				t.Errorf("calls %q, want %q", got, want)
 			}
 			if tc.path == "" {
-				if !errors.Is(err, device.ErrDriverNotFound) || !strings.Contains(err.Error(), "DYNLOAD_TEST_LIBRARY=/opt/x/libx.so") {
+				if !errors.Is(err, driver.ErrDriverNotFound) || !strings.Contains(err.Error(), "DYNLOAD_TEST_LIBRARY=/opt/x/libx.so") {
 					t.Errorf("err = %v, want ErrDriverNotFound naming the variable", err)
 				}
 				return
@@ -86,9 +70,9 @@ func TestLoadOrder(t *testing.T) {
 	}
 	t.Run("nothing found: every name and directory in the message", func(t *testing.T) {
 		t.Setenv(spec.Env, "")
-		_, err := Load(&recorder{}, spec)
-		var de *device.DriverError
-		if !errors.As(err, &de) || de.Op != "dlopen" || !errors.Is(err, device.ErrDriverNotFound) || de.Hint != "install x" {
+		_, err := load(&recorder{}, spec)
+		var de *driver.DriverError
+		if !errors.As(err, &de) || de.Op != "dlopen" || !errors.Is(err, driver.ErrDriverNotFound) || de.Hint != "install x" {
 			t.Fatalf("err = %#v", err)
 		}
 		for _, want := range []string{"libx.so.2: cannot open shared object file", "libx.so.2, libx.so.1 through the loader's search and in " + dir} {

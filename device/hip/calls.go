@@ -7,7 +7,11 @@ package hip
 */
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
+)
 
 // The HIP runtime's calls, through shim.h's table; each returns the raw
 // hipError_t.
@@ -35,7 +39,7 @@ func getDeviceCount() (int, int) {
 func deviceGetName(ordinal int) (string, int) {
 	var name [256]C.char
 	r := C.gpuinit_hipDeviceGetName(&name[0], C.int(len(name)), C.int(ordinal))
-	return C.GoString(&name[0]), int(r)
+	return dynload.GoString(unsafe.Pointer(&name[0]), len(name)), int(r)
 }
 
 func deviceTotalMem(ordinal int) (uint64, int) {
@@ -47,7 +51,7 @@ func deviceTotalMem(ordinal int) (uint64, int) {
 func deviceGetPCIBusID(ordinal int) (string, int) {
 	var id [64]C.char
 	r := C.gpuinit_hipDeviceGetPCIBusId(&id[0], C.int(len(id)), C.int(ordinal))
-	return C.GoString(&id[0]), int(r)
+	return dynload.GoString(unsafe.Pointer(&id[0]), len(id)), int(r)
 }
 
 // swapDevice makes ordinal current on this OS thread and returns the one it
@@ -75,11 +79,5 @@ func memcpyDtoH(dst, src unsafe.Pointer, bytes int) int {
 func errorStrings(r int) (name, desc string) {
 	var n, d *C.char
 	C.gpuinit_hipErrorStrings(C.hipError_t(r), &n, &d)
-	if n != nil {
-		name = C.GoString(n)
-	}
-	if d != nil {
-		desc = C.GoString(d)
-	}
-	return name, desc
+	return dynload.GoString(unsafe.Pointer(n), dynload.MaxMessage), dynload.GoString(unsafe.Pointer(d), dynload.MaxMessage)
 }

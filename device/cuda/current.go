@@ -77,3 +77,21 @@ func (p *primaryContext) do(f func() error) error {
 	defer setContext(prev)
 	return f()
 }
+
+// Do runs fn on a locked OS thread with device ordinal's primary context
+// current, and restores the thread's previous context afterwards, even if fn
+// panics (the panic goes on). The primary context is retained at the first Do
+// or generator for the device and kept for the life of the process; later
+// calls take no lock to find it. The CUDA runtime
+// (cudart, and cuBLAS, cuDNN or llama.cpp's CUDA backend on top of it) uses
+// this same primary context, so work fn does through them lands in it.
+func (b *Backend) Do(ordinal int, fn func() error) error {
+	if err := checkOrdinal("cuCtxSetCurrent", ordinal); err != nil {
+		return err
+	}
+	pc, err := retainedPrimary(ordinal)
+	if err != nil {
+		return err
+	}
+	return pc.do(fn)
+}

@@ -5,37 +5,29 @@ package cuda
 /*
 #cgo cudalink CFLAGS: -DGPUINIT_CUDALINK
 #cgo cudalink LDFLAGS: -lcurand
-#include "curand_shim.h"
+#include "generator_shim.h"
 */
 import "C"
 
 import (
-	"sync"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
-// curandLib is libcurand, loaded at the first generator, once per process.
-var curandLib struct {
-	once sync.Once
-	err  error
-}
-
-func loadCurandOnce() error {
-	curandLib.once.Do(func() { curandLib.err = loadCurand() })
-	return curandLib.err
-}
+// loadCurandOnce loads libcurand at the first generator, once per process.
+var loadCurandOnce = once.Func(loadCurand)
 
 // NewGenerator creates a cuRAND Philox4x32-10 generator on device ordinal
 // (curandCreateGenerator, default ordering) in the device's primary context,
 // which is retained at the device's first generator or Do and kept for the
 // life of the process. libcurand is loaded at the first call; where it cannot be, the error wraps
-// device.ErrNotSupported and the device stays usable. Generate draws on the
+// driver.ErrNotSupported and the device stays usable. Generate draws on the
 // GPU into device memory and copies the values back.
-func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
+func (b *Backend) NewGenerator(ordinal int) (driver.Generator, error) {
 	if err := checkOrdinal("curandCreateGenerator", ordinal); err != nil {
 		return nil, err
 	}

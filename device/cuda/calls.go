@@ -9,7 +9,11 @@ package cuda
 */
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
+)
 
 // result is a CUresult.
 type result = int
@@ -48,7 +52,7 @@ var api = struct {
 	deviceGetName: func(dev cuDevice) (string, result) {
 		var name [256]C.char
 		r := C.gpuinit_cuDeviceGetName(&name[0], C.int(len(name)), C.CUdevice(dev))
-		return C.GoString(&name[0]), result(r)
+		return dynload.GoString(unsafe.Pointer(&name[0]), len(name)), result(r)
 	},
 	deviceTotalMem: func(dev cuDevice) (uint64, result) {
 		var n C.size_t
@@ -91,13 +95,7 @@ func deviceUUIDv1(dev cuDevice) (uuid [16]byte, r result) {
 func errorStrings(r result) (name, desc string) {
 	var n, d *C.char
 	C.gpuinit_cuErrorStrings(C.CUresult(r), &n, &d)
-	if n != nil {
-		name = C.GoString(n)
-	}
-	if d != nil {
-		desc = C.GoString(d)
-	}
-	return name, desc
+	return dynload.GoString(unsafe.Pointer(n), dynload.MaxMessage), dynload.GoString(unsafe.Pointer(d), dynload.MaxMessage)
 }
 
 // cuContext is a CUcontext.

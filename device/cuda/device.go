@@ -5,7 +5,7 @@ package cuda
 import (
 	"fmt"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // CUdevice_attribute values, from cuda.h (stable across CUDA releases).
@@ -19,20 +19,20 @@ const (
 	attrPCIDomainID            = 50
 )
 
-// describe reads what device.Info holds for one device; the caller has
+// describe reads what driver.Info holds for one device; the caller has
 // checked the ordinal.
-func describe(ordinal int) (device.Info, error) {
+func describe(ordinal int) (driver.Info, error) {
 	dev, r := api.deviceGet(ordinal)
 	if err := check("cuDeviceGet", r); err != nil {
-		return device.Info{}, err
+		return driver.Info{}, err
 	}
-	info := device.Info{Ordinal: ordinal}
+	info := driver.Info{Ordinal: ordinal}
 	var err error
 	if info.Name, r = api.deviceGetName(dev); r != 0 {
-		return device.Info{}, check("cuDeviceGetName", r)
+		return driver.Info{}, check("cuDeviceGetName", r)
 	}
 	if info.TotalMemory, r = api.deviceTotalMem(dev); r != 0 {
-		return device.Info{}, check("cuDeviceTotalMem_v2", r)
+		return driver.Info{}, check("cuDeviceTotalMem_v2", r)
 	}
 	var bus, slot, domain, integrated int
 	// In a fixed order, so that the calls, and the attribute a failure names,
@@ -46,14 +46,14 @@ func describe(ordinal int) (device.Info, error) {
 		{attrPCIBusID, &bus}, {attrPCIDeviceID, &slot}, {attrPCIDomainID, &domain},
 	} {
 		if *a.dst, r = api.deviceGetAttribute(a.attr, dev); r != 0 {
-			return device.Info{}, check(fmt.Sprintf("cuDeviceGetAttribute(%d)", a.attr), r)
+			return driver.Info{}, check(fmt.Sprintf("cuDeviceGetAttribute(%d)", a.attr), r)
 		}
 	}
 	info.Integrated = integrated != 0
 	info.Arch = fmt.Sprintf("sm_%d%d", info.ComputeMajor, info.ComputeMinor)
 	info.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.0", domain, bus, slot)
 	if info.UUID, err = uuidOf(dev); err != nil {
-		return device.Info{}, err
+		return driver.Info{}, err
 	}
 	return info, nil
 }

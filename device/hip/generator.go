@@ -3,69 +3,26 @@
 package hip
 
 /*
-#include "dl.h"
-#include "hiprand_shim.h"
-
-struct gpuinit_hiprand gpuinit_hiprand;
-
-#define SYM(f) { #f, offsetof(struct gpuinit_hiprand, f), 1 }
-const struct gpuinit_symbol gpuinit_hiprand_symbols[] = {
-	SYM(hiprandCreateGenerator), SYM(hiprandDestroyGenerator), SYM(hiprandSetPseudoRandomGeneratorSeed),
-	SYM(hiprandSetGeneratorOffset), SYM(hiprandGenerate),
-};
-#undef SYM
-
+#include "generator_shim.h"
 */
 import "C"
 
 import (
-	"fmt"
-	"path/filepath"
-	"sync"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 )
-
-// hiprandLib is libhiprand, loaded at the first generator, once per process.
-var hiprandLib struct {
-	once sync.Once
-	err  error
-}
-
-// loadHiprand loads libhiprand.so.1 from the directory of the libamdhip64 that
-// Init chose first, so that their ROCm majors match, then through the
-// loader's search. A failure wraps device.ErrNotSupported: without hipRAND
-// there are no device generators, but the device is usable.
-func loadHiprand() error {
-	hiprandLib.once.Do(func() {
-		spec := dynload.Spec{
-			Backend: "hip",
-			Names:   []string{"libhiprand.so.1"},
-			Prefer:  []string{filepath.Dir(runtime.lib.Path)},
-			Env:     EnvHiprandLibrary,
-			Hint:    "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,
-		}
-		_, err := load(spec, &C.gpuinit_hiprand_symbols[0], len(C.gpuinit_hiprand_symbols),
-			unsafe.Pointer(&C.gpuinit_hiprand), unsafe.Sizeof(C.gpuinit_hiprand), "install a hipRAND of ROCm 5 or later")
-		if err != nil {
-			hiprandLib.err = fmt.Errorf("%w: hip: device generators need hipRAND (libhiprand.so.1): %w", device.ErrNotSupported, err)
-		}
-	})
-	return hiprandLib.err
-}
 
 // NewGenerator creates a hipRAND Philox4x32-10 generator
 // (hiprandCreateGenerator) for device ordinal. Its state lives on the host;
 // Generate runs it on the device. libhiprand is loaded at the first call.
-func (b *Backend) NewGenerator(ordinal int) (device.Generator, error) {
-	if err := checkOrdinal("hiprandCreateGenerator", ordinal); err != nil {
+func (b *Backend) NewGenerator(ordinal int) (driver.Generator, error) {
+	if _, err := checkOrdinal("hiprandCreateGenerator", ordinal); err != nil {
 		return nil, err
 	}
-	if err := loadHiprand(); err != nil {
+	if err := loadHiprandOnce(); err != nil {
 		return nil, err
 	}
 	// rocRAND binds a generator to the device current when it is created.

@@ -16,3 +16,13 @@ func onDevice(ordinal int, f func() error) error {
 	defer setDevice(prev)
 	return f()
 }
+
+// Do runs fn on a locked OS thread with device ordinal current (hipSetDevice)
+// and restores the thread's previous device afterwards, even if fn panics (the
+// panic goes on).
+func (b *Backend) Do(ordinal int, fn func() error) error {
+	if _, err := checkOrdinal("hipSetDevice", ordinal); err != nil {
+		return err
+	}
+	return onDevice(ordinal, fn)
+}

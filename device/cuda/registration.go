@@ -1,0 +1,42 @@
+package cuda
+
+import (
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+)
+
+// Environment variables naming files to load instead of searching, for odd
+// installs and for tests.
+const (
+	EnvLibrary       = "GPUINIT_CUDA_LIBRARY"
+	EnvCurandLibrary = "GPUINIT_CURAND_LIBRARY"
+	EnvNVMLLibrary   = "GPUINIT_NVML_LIBRARY"
+)
+
+func init() { device.Register(Registration()) }
+
+// Registration is what the package registers with device.DefaultRegistry when
+// it is imported: the GPU backend "cuda", auto's first choice, whose
+// generators draw in cuRAND's ordering and whose codes classify by CUDA's
+// table before the driver is loaded. In a build that cannot have the backend
+// (no cgo, not Linux, -tags nocuda) it has no Open and says why. A test
+// registers it with a device.Registry of its own.
+func Registration() driver.Registration {
+	return driver.Registration{
+		Name:        "cuda",
+		Package:     "github.com/gpuinit/gpuinit/device/cuda",
+		Open:        open,
+		Unavailable: unavailable,
+		GPU:         true,
+		AutoRank:    10,
+		Ordering:    driver.OrderingCURAND,
+		Classify:    classify,
+	}
+}
+
+// classify is CUDA's code table; the loaded driver's own names are added by
+// Backend.DriverError.
+func classify(op string, code int) *driver.DriverError {
+	return drivercodes.CUDA.Error(op, code, "", "")
+}

@@ -1,0 +1,78 @@
+package driver
+
+// Capability returns b as T, or the first Backend down b's Unwrap chain that
+// implements T, such as GeneratorBackend or MemoryReporter: how device and
+// rng find an optional interface through wrappers. An Unwrap chain must end
+// (return a Backend without Unwrap, or nil).
+func Capability[T any](b Backend) (T, bool) {
+	for b != nil {
+		if c, ok := b.(T); ok {
+			return c, true
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	var none T
+	return none, false
+}
+
+// RuntimeVersioner is implemented by backends that know the version of the
+// vendor runtime next to the driver: hipRuntimeGetVersion, or for CUDA the
+// toolkit version the backend was built for. The same rules as
+// Backend.DriverVersion apply.
+type RuntimeVersioner interface {
+	RuntimeVersion() (int, error)
+}
+
+// GeneratorBackend is implemented by backends that offer device random number
+// generators: Philox4x32-10 with cuRAND's (or hipRAND's) seed and offset, laid
+// out as the backend's Registration.Ordering says.
+type GeneratorBackend interface {
+	Backend
+	// NewGenerator creates a Philox generator on the device, seed 0, offset
+	// 0. It is called after Init succeeded, from any goroutine. A backend
+	// whose generator library cannot be loaded returns an error wrapping
+	// ErrNotSupported; the device stays usable.
+	NewGenerator(ordinal int) (Generator, error)
+}
+
+// Generator is one device Philox generator. It is not safe for concurrent use.
+type Generator interface {
+	SetSeed(seed uint64) error
+	// SetOffset sets the absolute position in the stream, in 32-bit values.
+	SetOffset(offset uint64) error
+	// Generate fills dst and advances the stream by len(dst).
+	Generate(dst []uint32) error
+	// Close releases the generator; it must not be used after.
+	Close() error
+}
+
+// MemoryReporter is implemented by backends that can read a device's free and
+// total memory without creating a context or allocating anything.
+type MemoryReporter interface {
+	// MemoryInfo reports device ordinal's free and total memory in bytes.
+	// It is called after Init succeeded, from any goroutine. Where it cannot
+	// read them without side effects it returns an error wrapping
+	// ErrNotSupported that says why.
+	MemoryInfo(ordinal int) (free, total uint64, err error)
+}
+
+// DeviceRunner is implemented by backends that can make a device current on
+// the calling OS thread, for a server's own cgo engines (cuBLAS, llama.cpp).
+type DeviceRunner interface {
+	// Do locks the calling goroutine to its OS thread, runs fn there with
+	// device ordinal current (CUDA: its primary context; HIP: hipSetDevice),
+	// and restores what the thread had before, even if fn panics.
+	Do(ordinal int, fn func() error) error
+}
+
+// ErrorClassifier is implemented by backends that classify a raw code from a
+// server's own driver calls with what only the loaded driver knows (its own
+// name and description of the code). Where a backend does not implement it,
+// device uses its Registration.Classify.
+type ErrorClassifier interface {
+	DriverError(op string, code int) *DriverError
+}

@@ -1,0 +1,60 @@
+package driver
+
+// Registration is what a backend tells package device about itself when it
+// registers (device.Register): how to open it, and everything device and rng
+// would otherwise decide by the backend's name.
+type Registration struct {
+	// Name is what device.Open takes: "cuda", "hip", "sim". It must not be
+	// empty or "auto".
+	Name string
+	// Package is the import path of the package that registers the backend,
+	// named in the "forgotten import?" hint of an Open that finds no backend.
+	Package string
+	// Open returns the backend. A registry calls it at most once with
+	// success (at Open of the name, or when auto first tries the backend),
+	// never with a lock held, and retries it after a failure. It must not
+	// load or initialize the driver: that is Init's work. Nil when
+	// Unavailable is set.
+	Open func() (Backend, error)
+	// Unavailable says why this build cannot have the backend, such as
+	// "this binary was built without cgo". Open must then be nil: device.Open
+	// of the name fails with that reason, and auto lists it among the
+	// backends it passed over.
+	Unavailable string
+	// GPU marks a GPU platform, which auto tries in AutoRank order. sim is
+	// not one.
+	GPU bool
+	// AutoRank orders auto's candidates, lowest first, then by Name.
+	AutoRank int
+	// Ordering is how the backend's device generators lay out Philox's
+	// stream, so that a CPU can draw the same values (rng.GenerateOnHost).
+	Ordering Ordering
+	// Classify turns a raw code that a server's engine got from its own
+	// driver call op into a *DriverError: its name, hint, sentinel and
+	// whether it is sticky. It works before the driver is loaded (from the
+	// backend's code table), and is safe from many goroutines. Nil leaves
+	// such codes unclassified.
+	Classify func(op string, code int) *DriverError
+}
+
+// Ordering is how a backend's device generators lay out Philox4x32-10's
+// stream for a seed and an offset.
+type Ordering int
+
+const (
+	// OrderingCURAND is cuRAND's default ordering: 65536 interleaved
+	// subsequences, four values from each in turn (rng/philox.FillCURAND).
+	// It is the zero value.
+	OrderingCURAND Ordering = iota
+	// OrderingSequential is rocRAND's: one sequential stream
+	// (rng/philox.FillSequential).
+	OrderingSequential
+)
+
+// String is "curand" or "sequential".
+func (o Ordering) String() string {
+	if o == OrderingSequential {
+		return "sequential"
+	}
+	return "curand"
+}

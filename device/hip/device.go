@@ -1,0 +1,39 @@
+//go:build linux && cgo && !nohip
+
+package hip
+
+import (
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/kfd"
+)
+
+// Device reads one device's name and total memory from HIP, takes the PCI bus
+// id Init read, and reads its gfx target (Arch, with HSA_OVERRIDE_GFX_VERSION
+// applied), UUID, compute units and integrated flag from the KFD topology,
+// matched by PCI bus id. ComputeMajor and ComputeMinor stay zero: HIP reports
+// gfx90a as 9.0, which reads as Hopper.
+func (b *Backend) Device(ordinal int) (driver.Info, error) {
+	s, err := checkOrdinal("Device", ordinal)
+	if err != nil {
+		return driver.Info{}, err
+	}
+	info := driver.Info{Ordinal: ordinal, PCIBusID: s.busIDs[ordinal]}
+	var r int
+	if info.Name, r = deviceGetName(ordinal); r != 0 {
+		return driver.Info{}, check("hipDeviceGetName", r)
+	}
+	if info.TotalMemory, r = deviceTotalMem(ordinal); r != 0 {
+		return driver.Info{}, check("hipDeviceTotalMem", r)
+	}
+	if node, ok := kfd.Find(s.nodes, info.PCIBusID); ok {
+		target := node.GfxTarget
+		if s.gfxOverride != 0 {
+			target = s.gfxOverride
+		}
+		info.Arch = kfd.Arch(target)
+		info.UUID = kfd.UUID(node.UniqueID)
+		info.Multiprocessors = node.ComputeUnits
+		info.Integrated = node.Integrated
+	}
+	return info, nil
+}

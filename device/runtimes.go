@@ -1,0 +1,42 @@
+package device
+
+import "sync"
+
+// runtimeTable is which Runtime each name gets from one registry's Open: the
+// first made for the name, kept for the registry's life. Auto's Runtime also
+// becomes the chosen backend's once it has chosen, unless that name has one
+// already.
+//
+// That is the one way a registry ends up with two Runtimes over one backend:
+// Open("cuda") before auto's first Init has chosen (or while it chooses) gets
+// a Runtime of its own, since Open must not wait for a choice that may take
+// as long as a driver's init, and auto must stay free to try hip after cuda.
+// If auto then chooses cuda, the two share the backend, whose driver is
+// initialized once per process, but each keeps its own queue, devices and
+// reports. Open by name after the choice, or open "" everywhere, to have one.
+type runtimeTable struct {
+	mu     sync.Mutex // protects byName
+	byName map[string]*Runtime
+}
+
+// get returns name's Runtime, or nil.
+func (t *runtimeTable) get(name string) *Runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byName[name]
+}
+
+// add gives name the Runtime r, unless another Open gave it one meanwhile,
+// and returns the Runtime name has now.
+func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if have := t.byName[name]; have != nil {
+		return have
+	}
+	if t.byName == nil {
+		t.byName = map[string]*Runtime{}
+	}
+	t.byName[name] = r
+	return r
+}
