@@ -5,10 +5,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,12 +17,8 @@ import (
 // buildGpuprobe builds the repository's gpuprobe with cgo on or off.
 func buildGpuprobe(t *testing.T, cgo bool) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gpuprobe")
-	cmd := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[cgo])
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	return childtest.BinaryOf(t, childtest.Build{Dir: "..", Package: "./cmd/gpuprobe",
+		Env: []string{"CGO_ENABLED=" + map[bool]string{true: "1", false: "0"}[cgo]}})
 }
 
 func runScript(t *testing.T, env []string, script string, args ...string) (string, int) {
@@ -79,3 +75,5 @@ func TestGPUSmokeFailsOnAnySkipOrFailure(t *testing.T) {
 		})
 	}
 }
+
+func TestMain(m *testing.M) { childtest.Main(m) }

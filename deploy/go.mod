@@ -3,6 +3,7 @@ module github.com/gpuinit/gpuinit/deploy
 go 1.26.0
 
 require (
+	github.com/gpuinit/gpuinit v0.0.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	github.com/stretchr/testify v1.12.1
@@ -33,3 +34,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// gpuprobe's build and the test harness come from this checkout's root module.
+replace github.com/gpuinit/gpuinit => ../

@@ -2,14 +2,13 @@ package deploy
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,42 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// The repository's gpuprobe, built once for the tests that run it, on first
-// use, into a directory TestMain removes.
-var (
-	gpuprobeDir  string
-	gpuprobeOnce sync.Once
-	gpuprobeBin  string
-	gpuprobeErr  error
-)
+func TestMain(m *testing.M) { childtest.Main(m) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gpuprobe-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gpuprobeDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// gpuprobe returns the path of the shared gpuprobe binary, failing t if it
-// does not build. Tests only run it; none may change it.
+// gpuprobe returns the path of the repository's gpuprobe, built once for the
+// tests that run it. Tests only run it; none may change it.
 func gpuprobe(t *testing.T) string {
 	t.Helper()
-	gpuprobeOnce.Do(func() {
-		bin := filepath.Join(gpuprobeDir, "gpuprobe")
-		out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/gpuprobe").CombinedOutput()
-		if err != nil {
-			gpuprobeErr = fmt.Errorf("go build ./cmd/gpuprobe: %w\n%s", err, out)
-			return
-		}
-		gpuprobeBin = bin
-	})
-	require.NoError(t, gpuprobeErr)
-	return gpuprobeBin
+	return childtest.BinaryOf(t, childtest.Build{Dir: "..", Package: "./cmd/gpuprobe"})
 }
 
 // TestGpuprobeLabelsAndMetricsAreValid runs gpuprobe on sim, then checks its

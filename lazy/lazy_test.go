@@ -17,7 +17,6 @@ import (
 
 func TestMain(m *testing.M) {
 	trackLockHolder.Store(true) // benchmarks turn it off: see untracked
-	runChildScenarioIfAsked()   // re-executed children run one scenario and exit
 	m.Run()
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/internal/legacy"
 	"github.com/stretchr/testify/assert"
@@ -181,14 +181,14 @@ func expect(err, want error, ok bool, what string) error {
 	return nil
 }
 
-// runChildScenarioIfAsked runs one scenario and exits when this process is a
-// child started by runScenario.
-func runChildScenarioIfAsked() {
+// children marks this test binary re-executed to run one scenario.
+const children = childtest.Marker("GPUINIT_LAZY_TEST_CHILD")
+
+// TestChildScenario runs, in a child, the scenario envScenario names against
+// the discipline envDiscipline names.
+func TestChildScenario(t *testing.T) {
+	children.Child(t)
 	name := os.Getenv(envScenario)
-	if name == "" {
-		return
-	}
-	discipline := os.Getenv(envDiscipline)
 	sc, ok := reentryScenarios()[name]
 	if door, isDoor := doorScenarios()[name]; isDoor {
 		sc, ok = func(func(Func) initCaller) error { return door() }, true
@@ -196,27 +196,16 @@ func runChildScenarioIfAsked() {
 	if own, isOwn := processScenarios()[name]; isOwn {
 		sc, ok = func(func(Func) initCaller) error { return own() }, true
 	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "unknown scenario", name)
-		os.Exit(2)
-	}
+	require.True(t, ok, "unknown scenario %q", name)
+	discipline := os.Getenv(envDiscipline)
 	if err := sc(func(init Func) initCaller { return newCaller(discipline, init) }); err != nil {
-		fmt.Fprintln(os.Stderr, "scenario failed:", err)
-		os.Exit(1)
+		t.Fatal("scenario failed:", err)
 	}
-	fmt.Println("ok")
-	os.Exit(0)
 }
 
 func runScenario(t *testing.T, name, discipline string, timeout time.Duration) hangcheck.Result {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envScenario+"="+name, envDiscipline+"="+discipline)
-	r, err := hangcheck.Run(context.Background(), cmd, timeout)
-	if err != nil {
-		t.Errorf("scenario %s: %v", name, err)
-	}
-	return r
+	return children.Exec(t, "TestChildScenario", timeout, envScenario+"="+name, envDiscipline+"="+discipline)
 }
 
 func scenarioNames() []string {

@@ -47,16 +47,26 @@ func (m Marker) Run(t *testing.T, test string, env ...string) string {
 // the child skipped instead of failing.
 func (m Marker) Start(t *testing.T, test string, env ...string) (out string, skipped bool) {
 	t.Helper()
-	marker := string(m)
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), append(env, marker+"=1")...)
-	r, err := hangcheck.Run(context.Background(), cmd, Timeout)
-	if err != nil {
-		t.Fatalf("%s: %v", test, err)
-	}
+	r := m.Exec(t, test, Timeout, env...)
 	out = r.Stdout + r.Stderr
 	if r.Verdict != hangcheck.OK {
 		t.Fatalf("%s: %s:\n%s", test, r.Verdict, out)
 	}
 	return out, strings.Contains(out, "--- SKIP: "+test+" (")
+}
+
+// Exec runs test in a child with env and m set, under timeout, and returns
+// how it ended, for a parent that expects a hang or a failure as well as a
+// pass: a hung child's Stderr holds its goroutine dump (see hangcheck.Run).
+// It fails t only if the child could not be run at all. Safe from parallel
+// goroutines of one test.
+func (m Marker) Exec(t testing.TB, test string, timeout time.Duration, env ...string) hangcheck.Result {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), append(env, string(m)+"=1")...)
+	r, err := hangcheck.Run(context.Background(), cmd, timeout)
+	if err != nil {
+		t.Errorf("%s: %v", test, err)
+	}
+	return r
 }
