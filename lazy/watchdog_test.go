@@ -1,14 +1,18 @@
 package lazy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
@@ -61,28 +65,33 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 	return out
 }
 
+// TestWatchdogWarnsOncePerSlowFunction runs in a synctest bubble, so that the
+// slow functions' sleeps and the watchdog's timer share one fake clock: the
+// watchdog fires at its threshold, however loaded the machine.
 func TestWatchdogWarnsOncePerSlowFunction(t *testing.T) {
-	const threshold = 50 * time.Millisecond
-	slow := func(context.Context) error { time.Sleep(8 * threshold); return nil }
-	var buf syncBuffer
-	i := New(slow, WithWatchdog(threshold), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
-	ctx := context.Background()
-	require.NoError(t, i.Call(ctx, func(context.Context) error { return nil })) // fast: no warning
-	site := callSite()
-	require.NoError(t, i.Call(ctx, slow))
-	require.NoError(t, i.Init(ctx))
+	synctest.Test(t, func(t *testing.T) {
+		const threshold = 50 * time.Millisecond
+		slow := func(context.Context) error { time.Sleep(8 * threshold); return nil }
+		var buf syncBuffer
+		i := New(slow, WithWatchdog(threshold), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+		ctx := context.Background()
+		require.NoError(t, i.Call(ctx, func(context.Context) error { return nil })) // fast: no warning
+		site := callSite()
+		require.NoError(t, i.Call(ctx, slow))
+		require.NoError(t, i.Init(ctx))
 
-	recs := buf.records(t)
-	require.Len(t, recs, 2, "one warning for init, one for the slow queued call")
-	for k, want := range []struct{ phase, site string }{{"init", "init"}, {"queued call", site}} {
-		r := recs[k]
-		assert.Equal(t, "WARN", r["level"])
-		assert.Equal(t, want.phase, r["phase"])
-		assert.Equal(t, want.site, r["site"])
-		assert.GreaterOrEqual(t, r["elapsed"], float64(threshold))
-		assert.Contains(t, r["goroutines"], "goroutine ")
-		assert.Contains(t, r["goroutines"], "TestWatchdogWarnsOncePerSlowFunction")
-	}
+		recs := buf.records(t)
+		require.Len(t, recs, 2, "one warning for init, one for the slow queued call")
+		for k, want := range []struct{ phase, site string }{{"init", "init"}, {"queued call", site}} {
+			r := recs[k]
+			assert.Equal(t, "WARN", r["level"])
+			assert.Equal(t, want.phase, r["phase"])
+			assert.Equal(t, want.site, r["site"])
+			assert.GreaterOrEqual(t, r["elapsed"], float64(threshold))
+			assert.Contains(t, r["goroutines"], "goroutine ")
+			assert.Contains(t, r["goroutines"], "TestWatchdogWarnsOncePerSlowFunction")
+		}
+	})
 }
 
 func TestWatchdogZeroDisables(t *testing.T) {
@@ -95,16 +104,18 @@ func TestWatchdogZeroDisables(t *testing.T) {
 		{"zero after it disables", []Option{WithWatchdog(5 * time.Millisecond), WithWatchdog(0)}, 0},
 		{"negative disables", []Option{WithWatchdog(-time.Second)}, 0},
 	} {
+		// In a synctest bubble the 60 ms of work and the watchdog's timer
+		// share one fake clock, so a watchdog left on fires within it
+		// however loaded the machine: a disabled one's silence means
+		// something.
 		t.Run(tc.name, func(t *testing.T) {
-			var buf syncBuffer
-			opts := append(tc.opts, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
-			work := func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }
-			if tc.warnings > 0 {
-				work = workUntil(func() bool { return buf.len() > 0 })
-			}
-			i := New(work, opts...)
-			require.NoError(t, i.Init(context.Background()))
-			assert.Len(t, buf.records(t), tc.warnings)
+			synctest.Test(t, func(t *testing.T) {
+				var buf syncBuffer
+				opts := append(tc.opts, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+				i := New(func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }, opts...)
+				require.NoError(t, i.Init(context.Background()))
+				assert.Len(t, buf.records(t), tc.warnings)
+			})
 		})
 	}
 }
@@ -199,16 +210,47 @@ func processScenarios() map[string]func() error {
 		"watchdog/default-logger-panics": func() error {
 			var calls atomic.Int32
 			slog.SetDefault(slog.New(panickingHandler{calls: &calls}))
-			i := New(workUntil(func() bool { return calls.Load() >= 1 }), WithWatchdog(10*time.Millisecond))
-			if err := i.Init(context.Background()); err != nil {
+			// The report goes to stderr on the timer's goroutine, after the
+			// panic: read stderr through a pipe, and let init finish only
+			// once the report has come through it.
+			reported, restore, err := watchStderr("lazy: the watchdog's logger panicked")
+			if err != nil {
 				return err
 			}
-			// The report is written right after the panic, on the timer's
-			// goroutine; give it time before the child exits.
-			time.Sleep(time.Second)
-			return nil
+			defer restore()
+			i := New(func(context.Context) error { <-reported; return nil }, WithWatchdog(10*time.Millisecond))
+			return i.Init(context.Background())
 		},
 	}
+}
+
+// watchStderr points os.Stderr at a pipe whose lines are copied to the real
+// stderr, and returns a channel closed once a line containing marker has been
+// copied; restore puts os.Stderr back and waits for the copy to finish.
+func watchStderr(marker string) (seen <-chan struct{}, restore func(), err error) {
+	real := os.Stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	os.Stderr = w
+	found, copied := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(copied)
+		var once sync.Once
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			fmt.Fprintln(real, sc.Text())
+			if strings.Contains(sc.Text(), marker) {
+				once.Do(func() { close(found) })
+			}
+		}
+	}()
+	return found, func() {
+		os.Stderr = real
+		w.Close()
+		<-copied
+	}, nil
 }
 
 // TestWatchdogReportsAPanicOfTheDefaultLoggerOnStderr: when the logger that

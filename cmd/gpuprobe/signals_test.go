@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +88,9 @@ func TestHungChildrenDieWithTheirParent(t *testing.T) {
 		kids = children(cmd.Process.Pid)
 		return len(kids) >= 2
 	}, 20*time.Second, 20*time.Millisecond, "the scenario children start")
-	time.Sleep(200 * time.Millisecond) // let them reach the hang
+	// No wait for them to reach the hang: under the legacy discipline every
+	// scenario hangs until its 120 s timeout, so a child seen alive here is
+	// one that only Pdeathsig can end within the 10 s below.
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	assert.Eventually(t, func() bool {
@@ -100,12 +103,34 @@ func TestHungChildrenDieWithTheirParent(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "children %v outlived their parent", kids)
 }
 
+// TestTinyTimeoutsExplainAMissingDump: a child cut off before it could print
+// its goroutines gets a dump that says so, never an empty one. judge is
+// checked on both kinds of hang directly, since which one a 2 ms timeout
+// gives depends on the machine; the run then shows every scenario's dump is
+// one or the other.
 func TestTinyTimeoutsExplainAMissingDump(t *testing.T) {
+	sc := scenario{name: "queued/ctx"}
+	for _, tc := range []struct {
+		name, stderr, want string
+	}{
+		{"killed before its runtime started", "", "no dump: the child had not started"},
+		{"a goroutine dump", "goroutine 1 [sync.Mutex.Lock]:\ngithub.com/gpuinit/gpuinit/internal/legacy.(*Initializer).Init(...)\n\t/x/legacy.go:1 +0x1",
+			"internal/legacy.(*Initializer).Init"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := judge(sc, hangcheck.Result{Verdict: hangcheck.Hang, Stderr: tc.stderr}, nil, 2*time.Millisecond)
+			assert.Equal(t, string(hangcheck.Hang), res.Verdict)
+			assert.Contains(t, res.Dump, tc.want)
+		})
+	}
+
 	bin := buildProbe(t)
 	r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-scenario", "queued", "-timeout", "2ms")
 	rep := decode(t, r)
+	require.NotEmpty(t, rep.Scenarios)
 	for _, s := range rep.Scenarios {
-		if s.Verdict == "hang" && !strings.Contains(s.Dump, "goroutine ") {
+		assert.Equal(t, "hang", s.Verdict, s.Name)
+		if !strings.Contains(s.Dump, "goroutine ") {
 			assert.Contains(t, s.Dump, "no dump: the child had not started", s.Name)
 		}
 	}

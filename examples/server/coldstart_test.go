@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,11 +10,13 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/rng/philox"
@@ -26,9 +29,11 @@ import (
 const readyBound = 100 * time.Millisecond
 
 // TestColdStart sends a thousand requests, and 100 liveness requests as a
-// control, at a server whose GPU takes 300 ms to initialize, all before it
-// has: readiness and status answer at once, draws wait for the GPU, and the
-// driver is initialized once.
+// control, at a server whose GPU is still initializing: its init is held
+// open until a hundred readiness and ten liveness answers have come back (or
+// ten seconds pass), so that the burst always has answers from while init
+// ran, however busy the machine. Readiness and status answer at once, draws
+// wait for the GPU, and the driver is initialized once.
 //
 // Liveness requests in the same burst never touch init, so they measure the
 // machine: in every burst, readiness's p99 at the client must keep pace with
@@ -91,6 +96,19 @@ func (cs coldStart) String() string {
 		len(cs.readyClient), r50, r99, h50, h99, l50, l99)
 }
 
+// heldInit's Init waits for release: a GPU whose init the test ends.
+type heldInit struct {
+	driver.Backend
+	release <-chan struct{}
+}
+
+func (h heldInit) Init(ctx context.Context) error {
+	<-h.release
+	return h.Backend.Init(ctx)
+}
+
+func (h heldInit) Unwrap() driver.Backend { return h.Backend }
+
 type answer struct {
 	path    string
 	code    int
@@ -106,7 +124,8 @@ type answer struct {
 // every burst and returns the timings.
 func runColdStart(t *testing.T) coldStart {
 	t.Helper()
-	counting := &devicetest.Counting{Backend: sim.New(sim.WithInitDelay(300 * time.Millisecond))}
+	release := make(chan struct{})
+	counting := &devicetest.Counting{Backend: heldInit{sim.New(), release}}
 	rt := device.New(counting)
 	srv, err := newServer(rt, 42, quietLogger())
 	require.NoError(t, err)
@@ -157,6 +176,8 @@ func runColdStart(t *testing.T) coldStart {
 	}
 	answers := make([]answer, len(paths))
 	start := make(chan struct{})
+	var readyAnswers, liveAnswers atomic.Int64
+	enough := make(chan struct{}, 1)
 	var started, wg sync.WaitGroup
 	for i, path := range paths {
 		started.Add(1)
@@ -173,10 +194,27 @@ func runColdStart(t *testing.T) coldStart {
 			}
 			a.took, a.endedAt = time.Since(t0), time.Now()
 			answers[i] = a
+			switch path {
+			case health.ReadyPath:
+				readyAnswers.Add(1)
+			case health.LivePath:
+				liveAnswers.Add(1)
+			}
+			if readyAnswers.Load() >= 100 && liveAnswers.Load() >= 10 {
+				select {
+				case enough <- struct{}{}:
+				default:
+				}
+			}
 		})
 	}
 	started.Wait()
 	close(start)
+	select {
+	case <-enough:
+	case <-time.After(10 * time.Second): // readiness waits for init: the answers below say so
+	}
+	close(release)
 	wg.Wait()
 	_, initDone := rt.InitTimes()
 	require.False(t, initDone.IsZero())

@@ -4,9 +4,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"regexp"
@@ -74,8 +76,18 @@ func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
 
 	// A draw waits for the hung init: SIGTERM must end it too, not wait.
 	drawDone := make(chan int, 1)
+	written := make(chan struct{})
 	go func() {
-		resp, err := http.Get(url + "/v1/draw?n=4")
+		// Once the request is written, the server reads and answers it even
+		// if SIGTERM comes first: Shutdown waits for a new connection with
+		// a request to become active rather than closing it as idle.
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(written) }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url+"/v1/draw?n=4", nil)
+		if err != nil {
+			drawDone <- -2
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			drawDone <- -1
 			return
@@ -83,7 +95,7 @@ func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
 		resp.Body.Close()
 		drawDone <- resp.StatusCode
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-written
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
