@@ -14,6 +14,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,6 +69,9 @@ func TestOverTheFakeDriver(t *testing.T) {
 		assert.Equal(t, []string{"cuDriverGetVersion", "cuInit"}, lines[:2], "the calls before cuInit")
 	})
 	t.Run("a MIG instance's UUID", func(t *testing.T) { runChild(t, "TestChildMIG", append(env, "GPUINIT_FAKE_CUDA_MIG=1")...) })
+	t.Run("a negative device count is the same error for every runtime", func(t *testing.T) {
+		runChild(t, "TestChildNegativeCount", append(env, "GPUINIT_FAKE_CUDA_COUNT=-1")...)
+	})
 	t.Run("without libcurand, generators are unsupported", func(t *testing.T) {
 		skipIfLinked(t)
 		runChild(t, "TestChildNoCurand", append(env, EnvCurandLibrary+"=/nonexistent/libcurand.so.10")...)
@@ -121,6 +125,23 @@ func TestChildMIG(t *testing.T) {
 	info, err = process.Device(0)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(info.UUID, "GPU-"))
+}
+
+// TestChildNegativeCount: a driver that answers a negative count fails Init
+// with an error, memoized for every later Runtime of the process. (Before
+// the one-time init was a once.Func that refused the count, the count
+// panicked the first Runtime's init, and that panic was memoized as success:
+// the second was told "cuInit has not succeeded in this process".)
+func TestChildNegativeCount(t *testing.T) {
+	child(t)
+	first := device.New(process).Init(context.Background())
+	require.ErrorIs(t, first, device.ErrDriverMismatch)
+	assert.ErrorContains(t, first, "the driver reports -1 devices")
+	second := device.New(process).Init(context.Background())
+	require.ErrorIs(t, second, device.ErrDriverMismatch, "the second runtime gets the same failure, not 'not initialized'")
+	assert.Equal(t, first.Error(), second.Error())
+	var pe *lazy.PanicError
+	assert.False(t, errors.As(first, &pe), "an error, not a panic: %v", first)
 }
 
 func TestChildNoCurand(t *testing.T) {

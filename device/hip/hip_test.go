@@ -18,6 +18,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,6 +114,26 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	t.Run("too old for the server's floor", func(t *testing.T) {
 		runChild(t, "TestChildFloor", append(env, "GPUINIT_FAKE_HIP_VERSION=50221153")...)
 	})
+	t.Run("a negative device count is the same error for every runtime", func(t *testing.T) {
+		runChild(t, "TestChildNegativeCount", append(env, "GPUINIT_FAKE_HIP_COUNT=-3")...)
+	})
+}
+
+// TestChildNegativeCount: a runtime library that answers a negative count
+// fails Init with an error, memoized for every later Runtime of the process.
+// (Before the one-time init was a once.Func that refused the count, the
+// count panicked the first Runtime's init and the second was told that
+// hipInit had not succeeded.)
+func TestChildNegativeCount(t *testing.T) {
+	child(t)
+	first := device.New(process).Init(context.Background())
+	require.ErrorIs(t, first, device.ErrDriverMismatch)
+	assert.ErrorContains(t, first, "the runtime reports -3 devices")
+	second := device.New(process).Init(context.Background())
+	require.ErrorIs(t, second, device.ErrDriverMismatch, "the second runtime gets the same failure, not 'not initialized'")
+	assert.Equal(t, first.Error(), second.Error())
+	var pe *lazy.PanicError
+	assert.False(t, errors.As(first, &pe), "an error, not a panic: %v", first)
 }
 
 func TestChildDevices(t *testing.T) {

@@ -12,6 +12,7 @@
 //   GPUINIT_FAKE_CUDA_STUB     if set, answer 34 (CUDA_ERROR_STUB_LIBRARY) to everything, as the toolkit's stub does
 //   GPUINIT_FAKE_CUDA_MIG      if set, device 1 is a MIG instance (its _v2 UUID differs)
 //   GPUINIT_FAKE_CUDA_USED_MIB MiB in use on each device besides allocations (default 1024)
+//   GPUINIT_FAKE_CUDA_COUNT    if set, the raw count cuDeviceGetCount answers, even a negative one
 //
 // Build: cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o libcuda.so.1 fakecuda.c
 // Define GPUINIT_FAKE_CUDA_OMIT_cuDeviceTotalMem_v2 to leave that function
@@ -91,7 +92,7 @@ CUresult cuDeviceGetCount(int *n) {
 	CUresult r = gate();
 	if (r) return r;
 	if (!n) return 1;
-	*n = ndevices();
+	*n = getenv("GPUINIT_FAKE_CUDA_COUNT") ? envint("GPUINIT_FAKE_CUDA_COUNT", 0) : ndevices();
 	return 0;
 }
 

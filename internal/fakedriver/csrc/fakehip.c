@@ -9,6 +9,7 @@
 //   GPUINIT_FAKE_HIP_INIT     the hipError_t hipInit returns (default 0, or 100
 //                             with no device)
 //   GPUINIT_FAKE_HIP_VERSION  what hipDriverGetVersion reports (default 60241134, ROCm 6.2)
+//   GPUINIT_FAKE_HIP_COUNT    if set, the raw count hipGetDeviceCount answers, even a negative one
 //
 // Define GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId to leave that function out.
 //
@@ -75,7 +76,7 @@ hipError_t hipRuntimeGetVersion(int *v) {
 hipError_t hipGetDeviceCount(int *n) {
 	hipError_t r = enter("hipGetDeviceCount");
 	if (!n) return 1;
-	*n = ndevices();
+	*n = getenv("GPUINIT_FAKE_HIP_COUNT") ? envint("GPUINIT_FAKE_HIP_COUNT", 0) : ndevices();
 	return r;
 }
 
