@@ -29,6 +29,12 @@ var (
 	// ErrNotInitialized: the backend cannot answer before Init without
 	// initializing, and it never initializes on its own.
 	ErrNotInitialized = driver.ErrNotInitialized
+	// ErrDriverTooOld: the driver is older than the backend or the server
+	// needs. It wraps ErrDriverMismatch.
+	ErrDriverTooOld = driver.ErrDriverTooOld
+	// ErrNotReady: the driver is up but the system is not ready yet (CUDA
+	// 802). It wraps ErrNoDevice.
+	ErrNotReady = driver.ErrNotReady
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the

@@ -36,32 +36,37 @@ func (r *Runtime) RequireDriverVersion(backend string, version int) error {
 		return fmt.Errorf("device: RequireDriverVersion(%q, %d): want a positive version in the %s driver's numbering (CUDA: 12040 for 12.4)",
 			backend, version, backend)
 	}
-	r.floor.mu.Lock()
-	defer r.floor.mu.Unlock()
-	if r.floor.read {
+	r.settings.mu.Lock()
+	defer r.settings.mu.Unlock()
+	if r.settings.read {
 		return fmt.Errorf("device: RequireDriverVersion(%q, %d) on a runtime that has started initializing: call it before the first Init", backend, version)
 	}
-	if r.floor.versions == nil {
-		r.floor.versions = map[string]int{}
+	if r.settings.floors == nil {
+		r.settings.floors = map[string]int{}
 	}
-	r.floor.versions[backend] = max(r.floor.versions[backend], version)
+	r.settings.floors[backend] = max(r.settings.floors[backend], version)
 	return nil
 }
 
-// driverFloors is the Runtime's RequireDriverVersion record.
-type driverFloors struct {
-	mu       sync.Mutex // protects following fields
-	versions map[string]int
-	read     bool // initialization has read them: too late to change
+// settings is what a Runtime is told before its first Init: the driver
+// floors (RequireDriverVersion) and the preflight (UsePreflight).
+type settings struct {
+	mu        sync.Mutex // protects following fields
+	floors    map[string]int
+	preflight *Preflight // nil: off, unless GPUINIT_PREFLIGHT says on
+	read      bool       // initialization has read them: too late to change
 }
 
-// readFloors returns the floors by backend name and marks them read, so that
-// a later RequireDriverVersion fails instead of being ignored.
-func (r *Runtime) readFloors() map[string]int {
-	r.floor.mu.Lock()
-	defer r.floor.mu.Unlock()
-	r.floor.read = true
-	return maps.Clone(r.floor.versions)
+// readSettings returns the floors by backend name and the preflight, with
+// GPUINIT_PREFLIGHT applied, and marks them read, so that a later
+// RequireDriverVersion or UsePreflight fails instead of being ignored.
+func (r *Runtime) readSettings() (floors map[string]int, preflight *Preflight, err error) {
+	r.settings.mu.Lock()
+	r.settings.read = true
+	floors, preflight = maps.Clone(r.settings.floors), r.settings.preflight
+	r.settings.mu.Unlock()
+	preflight, err = preflightFromEnv(preflight)
+	return floors, preflight, err
 }
 
 // checkDriverFloor applies the floor need (0: none) to b, which Init has
@@ -77,7 +82,7 @@ func checkDriverFloor(b driver.Backend, name string, need int) error {
 		return fmt.Errorf("device: checking the %s driver against RequireDriverVersion(%d): %w", name, need, err)
 	}
 	if v < need {
-		return &DriverError{Backend: name, Op: "DriverVersion", Sentinel: ErrDriverMismatch,
+		return &DriverError{Backend: name, Op: "DriverVersion", Sentinel: driver.ErrDriverTooOld,
 			Message: fmt.Sprintf("the driver reports %d, this runtime requires %d (RequireDriverVersion)", v, need),
 			Hint:    "upgrade the driver, or lower the version passed to RequireDriverVersion"}
 	}

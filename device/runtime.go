@@ -42,7 +42,8 @@ type Runtime struct {
 	chosen     atomic.Pointer[choice]            // the backend in use: from creation for a fixed backend, from the first Init for auto
 	passedOver atomic.Pointer[[]BackendFailure]  // auto's candidates that failed, in order
 	devices    atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
-	floor      driverFloors                      // RequireDriverVersion's floors, read by initialize
+	settings   settings                          // what RequireDriverVersion and UsePreflight set, read by initialize
+	bringUp    atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
 	visibility atomic.Pointer[map[string]string] // the visibility settings seen at initialization
 	lost       lostDevices                       // errors reported by the server's engine
 }
@@ -71,73 +72,6 @@ func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driv
 	}
 	r.init = lazy.New(r.initialize, opts...)
 	return r
-}
-
-// initialize is the Runtime's init function: it tries each candidate in
-// order (open it, Init it, check the driver floor, read its devices), and the
-// first that gives at least one device is the Runtime's backend. With one
-// candidate its own error is returned; with several, a *NoBackendError lists
-// each one's.
-func (r *Runtime) initialize(ctx context.Context) error {
-	floors := r.readFloors()
-	seen := readVisibility()
-	r.visibility.Store(&seen)
-	var failures []BackendFailure
-	for _, reg := range r.candidates {
-		c, devices, err := r.bringUp(ctx, reg, floors[reg.Name])
-		if err == nil {
-			r.devices.Store(&devices)
-			r.chosen.Store(c)
-			if r.auto {
-				r.registry.runtimes.add(reg.Name, r)
-			}
-			return nil
-		}
-		failures = append(failures, BackendFailure{Backend: reg.Name, Err: err})
-		if r.auto {
-			passed := slices.Clone(failures)
-			r.passedOver.Store(&passed)
-		}
-	}
-	if len(failures) == 1 {
-		return failures[0].Err
-	}
-	return &NoBackendError{Tried: failures}
-}
-
-// bringUp opens reg's backend (unless the Runtime has it already), Inits it,
-// checks it against floor, and reads its devices.
-func (r *Runtime) bringUp(ctx context.Context, reg driver.Registration, floor int) (*choice, []Info, error) {
-	c := r.chosen.Load()
-	if c == nil {
-		b, err := r.registry.openBackend(reg)
-		if err != nil {
-			return nil, nil, err
-		}
-		c = &choice{reg: reg, backend: b}
-	}
-	b := c.backend
-	if err := b.Init(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := checkDriverFloor(b, reg.Name, floor); err != nil {
-		return nil, nil, err
-	}
-	n, err := b.Count()
-	if err != nil {
-		return nil, nil, err
-	}
-	if n <= 0 {
-		return nil, nil, fmt.Errorf("%w: %s: the driver initialized but reports %d devices", ErrNoDevice, reg.Name, n)
-	}
-	devices := make([]Info, n)
-	for i := range devices {
-		if devices[i], err = b.Device(i); err != nil {
-			return nil, nil, err
-		}
-		devices[i].Ordinal = i
-	}
-	return c, devices, nil
 }
 
 // PassedOver reports the GPU backends that auto's first Init tried and passed

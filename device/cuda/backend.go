@@ -77,7 +77,7 @@ func initialize() error {
 	}
 	state.version.Store(int64(v))
 	if v < MinDriverVersion {
-		return &driver.DriverError{Backend: "cuda", Op: "cuDriverGetVersion", Sentinel: driver.ErrDriverMismatch,
+		return &driver.DriverError{Backend: "cuda", Op: "cuDriverGetVersion", Sentinel: driver.ErrDriverTooOld,
 			Message: fmt.Sprintf("the driver supports CUDA %s (%d), this backend needs CUDA %s (%d)", cudaVersion(v), v, cudaVersion(MinDriverVersion), MinDriverVersion),
 			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(MinDriverVersion) + " or later (nvidia-smi shows the CUDA version the driver supports)"}
 	}
@@ -109,6 +109,15 @@ func (*Backend) DriverVersion() (int, error) {
 		return int(v), nil
 	}
 	return 0, fmt.Errorf("%w: cuda: libcuda is loaded at the first Init, and this process has not loaded it", driver.ErrNotInitialized)
+}
+
+// DriverInitialized reports whether this process's CUDA driver is initialized
+// already: by this backend's Init, or by a cgo engine (llama.cpp, TensorRT)
+// that loaded libcuda and called cuInit before gpuinit did. It loads and
+// initializes nothing. A Runtime runs no preflight child then: there is
+// nothing left to protect the process from.
+func (*Backend) DriverInitialized() bool {
+	return state.count.Load() >= 0 || initializedElsewhere()
 }
 
 // Count reports the device count cuDeviceGetCount gave at Init (devices do

@@ -59,6 +59,20 @@ var driverSymbols = []dynload.Symbol{
 	{Name: "cuGetErrorString", Offset: unsafe.Offsetof(C.gpuinit_cu.cuGetErrorString), Required: true},
 }
 
+// initializedElsewhere reports whether a libcuda.so.1 that this process
+// already has, loaded by a cgo engine, has been initialized: its
+// cuDeviceGetCount answers CUDA_SUCCESS, where it answers
+// CUDA_ERROR_NOT_INITIALIZED before cuInit. It loads and initializes
+// nothing.
+func initializedElsewhere() bool {
+	lib, ok := dynload.Preloaded("libcuda.so.1")
+	if !ok {
+		return false
+	}
+	count := lib.Symbol("cuDeviceGetCount")
+	return count != nil && C.gpuinit_cuDeviceGetCountAt(count) == 0
+}
+
 // loadDriver loads libcuda and binds driverSymbols into shim.h's table.
 func loadDriver() (dynload.Library, error) {
 	spec := driverLibrary()

@@ -62,6 +62,14 @@ func loadDriver() (dynload.Library, error) {
 	return dynload.Library{Path: "libcuda.so.1 (linked)", Preloaded: true}, nil
 }
 
+// initializedElsewhere reports whether the linked driver is initialized
+// already, by a cgo engine: cuDeviceGetCount answers CUDA_SUCCESS only after
+// cuInit.
+func initializedElsewhere() bool {
+	_, r := api.deviceGetCount()
+	return r == 0
+}
+
 // loadCurand has nothing to load: the binary is linked with libcurand.
 func loadCurand() error { return nil }
 

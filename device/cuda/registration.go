@@ -4,6 +4,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
 )
 
 // Environment variables naming files to load instead of searching, for odd
@@ -31,6 +32,7 @@ func Registration() driver.Registration {
 		GPU:         true,
 		AutoRank:    10,
 		Ordering:    driver.OrderingCURAND,
+		Present:     func() (bool, string) { return nvmodule.Read().Present() },
 		Classify:    classify,
 	}
 }

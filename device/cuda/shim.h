@@ -62,6 +62,12 @@ static struct gpuinit_count gpuinit_cuDeviceGetCount(void) {
 	c.r = CU(cuDeviceGetCount)(&c.n);
 	return c;
 }
+// gpuinit_cuDeviceGetCountAt calls a cuDeviceGetCount found by address: in a
+// libcuda a cgo engine loaded, before this backend has bound its own table.
+static CUresult gpuinit_cuDeviceGetCountAt(void *fn) {
+	int n = 0;
+	return ((CUresult (*)(int *))fn)(&n);
+}
 static CUresult gpuinit_cuDeviceGet(CUdevice *d, int ordinal) { return CU(cuDeviceGet)(d, ordinal); }
 static CUresult gpuinit_cuDeviceGetName(char *name, int len, CUdevice d) { return CU(cuDeviceGetName)(name, len, d); }
 static CUresult gpuinit_cuDeviceTotalMem(size_t *bytes, CUdevice d) { return CU(cuDeviceTotalMem_v2)(bytes, d); }

@@ -26,6 +26,13 @@ var (
 	// ErrNotInitialized: the backend cannot answer before Init without
 	// initializing, and it never initializes on its own.
 	ErrNotInitialized = errors.New("device: not initialized yet")
+
+	// ErrDriverTooOld: the driver is older than the backend, or the server
+	// (RequireDriverVersion), needs. It wraps ErrDriverMismatch.
+	ErrDriverTooOld = fmt.Errorf("%w: the driver is older than needed", ErrDriverMismatch)
+	// ErrNotReady: the driver is up but the system is not ready yet, such as
+	// CUDA 802 while the fabric manager starts. It wraps ErrNoDevice.
+	ErrNotReady = fmt.Errorf("%w: the system is not ready yet", ErrNoDevice)
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the
@@ -61,9 +68,10 @@ func (e *DriverError) Error() string {
 	return s
 }
 
-// Is reports whether target is the sentinel this driver code maps onto.
+// Is reports whether target is the sentinel this driver code maps onto, or
+// one that sentinel wraps (ErrDriverTooOld is an ErrDriverMismatch too).
 func (e *DriverError) Is(target error) bool {
-	return e.Sentinel != nil && target == e.Sentinel
+	return e.Sentinel != nil && errors.Is(e.Sentinel, target)
 }
 
 // Code is what a backend knows of one raw driver code beyond the driver's own

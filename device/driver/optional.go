@@ -76,3 +76,12 @@ type DeviceRunner interface {
 type ErrorClassifier interface {
 	DriverError(op string, code int) *DriverError
 }
+
+// InitReporter is implemented by backends that can tell, without loading or
+// initializing anything, whether this process's driver is initialized
+// already: by this backend for another Runtime, or by a cgo engine that
+// brought it up before gpuinit did. A Runtime then runs no preflight child
+// for it, since there is nothing left to protect the process from.
+type InitReporter interface {
+	DriverInitialized() bool
+}

@@ -29,6 +29,12 @@ type Registration struct {
 	// Ordering is how the backend's device generators lay out Philox's
 	// stream, so that a CPU can draw the same values (rng.GenerateOnHost).
 	Ordering Ordering
+	// Present reports whether the host shows the vendor's GPU without
+	// loading or calling anything (device nodes, a loaded kernel module),
+	// with the evidence, for a message. It tells "not yet" from "no GPU
+	// here" when the driver finds no device: the device nodes of a GPU the
+	// driver will find soon exist already. Nil means unknown, taken as no.
+	Present func() (present bool, evidence string)
 	// Classify turns a raw code that a server's engine got from its own
 	// driver call op into a *DriverError: its name, hint, sentinel and
 	// whether it is sticky. It works before the driver is loaded (from the

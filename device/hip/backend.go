@@ -137,6 +137,12 @@ func (*Backend) RuntimeVersion() (int, error) {
 	return 0, fmt.Errorf("%w: hip: the version is read at the first Init", driver.ErrNotInitialized)
 }
 
+// DriverInitialized reports whether this backend's Init has brought the HIP
+// runtime up in this process. It cannot tell whether a cgo engine did: every
+// HIP call initializes the runtime, so there is no call that asks without
+// doing it; a Runtime then runs its preflight child as usual.
+func (*Backend) DriverInitialized() bool { return state.ready.Load() != nil }
+
 // Count reports the device count hipGetDeviceCount gave at Init (devices do
 // not come or go after hipInit). Before a successful Init it answers
 // hipErrorNotInitialized without loading anything.

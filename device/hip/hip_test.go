@@ -15,6 +15,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
@@ -64,7 +65,7 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 	dev := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
 	log = fakedriver.NewCallLog(t)
-	return append([]string{EnvLibrary + "=" + lib, kfd.EnvSysfsRoot + "=" + sys, kfd.EnvDevRoot + "=" + dev,
+	return append([]string{EnvLibrary + "=" + lib, hostfs.EnvSysfsRoot + "=" + sys, hostfs.EnvDevRoot + "=" + dev,
 		"GPUINIT_FAKE_HIP_LOG=" + string(log), EnvHiprandLibrary + "="}, env...), log
 }
 
@@ -91,12 +92,12 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	})
 	t.Run("no device: the hint names /dev/kfd and the variable that hides every GPU", func(t *testing.T) {
 		noKFD := t.TempDir()
-		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", kfd.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", hostfs.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
 	})
 	t.Run("no device, found by hipGetDeviceCount after hipInit succeeded", func(t *testing.T) {
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_DEVICES=0", "GPUINIT_FAKE_HIP_INIT=0",
-			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", kfd.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", hostfs.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
 	})
 	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
 		runChild(t, "TestChildMemory", env...)

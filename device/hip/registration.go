@@ -4,6 +4,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
 
 // Environment variables naming files to load instead of searching, for odd
@@ -30,6 +31,7 @@ func Registration() driver.Registration {
 		GPU:         true,
 		AutoRank:    20,
 		Ordering:    driver.OrderingSequential,
+		Present:     kfd.Present,
 		Classify:    classify,
 	}
 }

@@ -6,7 +6,7 @@
 //
 //	GPUINIT_SIM_DEVICES     number of devices, 0..64 (default 2; 0 fails Init with no-device)
 //	GPUINIT_SIM_INIT_DELAY  how long Init takes, a time.ParseDuration string (default 0)
-//	GPUINIT_SIM_FAIL        no-device | no-driver | driver-mismatch | unknown | panic | hang
+//	GPUINIT_SIM_FAIL        no-device | not-ready | no-driver | driver-mismatch | unknown | panic | hang
 //
 // Every variable follows one rule: unset, empty or blank means the default. A
 // value that does not parse is an error from Open, never a silent default.
@@ -46,6 +46,7 @@ type Failure string
 const (
 	NoFailure      Failure = ""
 	NoDevice       Failure = "no-device"       // CUDA_ERROR_NO_DEVICE
+	NotReady       Failure = "not-ready"       // CUDA_ERROR_SYSTEM_NOT_READY, as while the fabric manager starts
 	NoDriver       Failure = "no-driver"       // libcuda.so.1 cannot be loaded
 	DriverMismatch Failure = "driver-mismatch" // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
 	Unknown        Failure = "unknown"         // CUDA_ERROR_UNKNOWN, as after suspend/resume
@@ -53,7 +54,7 @@ const (
 	Hang           Failure = "hang"            // the driver call never returns
 )
 
-var failures = []Failure{NoDevice, NoDriver, DriverMismatch, Unknown, Panic, Hang}
+var failures = []Failure{NoDevice, NotReady, NoDriver, DriverMismatch, Unknown, Panic, Hang}
 
 // MaxDevices bounds WithDevices and GPUINIT_SIM_DEVICES.
 const MaxDevices = 64
@@ -196,6 +197,8 @@ func (b *Backend) Init(ctx context.Context) error {
 			Hint:    drivercodes.CUDANotFoundHint}
 	case NoDevice:
 		return driverError("cuInit", 100)
+	case NotReady:
+		return driverError("cuInit", 802)
 	case DriverMismatch:
 		return driverError("cuInit", 803)
 	}

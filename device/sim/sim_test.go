@@ -22,7 +22,7 @@ func TestEnvironmentIsParsedStrictly(t *testing.T) {
 		{"delay not a duration", sim.EnvInitDelay, "5", "GPUINIT_SIM_INIT_DELAY"},
 		{"delay negative", sim.EnvInitDelay, "-1s", "non-negative"},
 		{"delay overflowing", sim.EnvInitDelay, "9999999h", "invalid duration"},
-		{"unknown failure", sim.EnvFail, "on-fire", "no-device, no-driver"},
+		{"unknown failure", sim.EnvFail, "on-fire", "no-device, not-ready, no-driver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)

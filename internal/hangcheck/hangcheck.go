@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -30,15 +31,36 @@ const (
 // Result is what happened to one child.
 type Result struct {
 	Verdict  Verdict
-	Duration time.Duration // from start to exit
-	ExitCode int           // -1 if killed by a signal
+	Duration time.Duration  // from start to exit
+	ExitCode int            // -1 if killed by a signal, or not reaped
+	Signal   syscall.Signal // the signal that killed it, or 0
 	Stdout   string
 	Stderr   string // for a Go child that hung: its goroutine dump
+	// Unreaped reports a child that was still there after SIGKILL and
+	// Limits.Reap: stuck in the kernel (uninterruptible sleep in a driver).
+	// It is left to a goroutine that reaps it whenever the kernel lets it go,
+	// so that it never stays a zombie; nothing waits for that goroutine.
+	Unreaped bool
 }
 
 // Grace is how long a child has to write its goroutine dump after SIGQUIT before
 // it is killed.
 const Grace = 5 * time.Second
+
+// Limits bound one child for RunWith.
+type Limits struct {
+	Timeout time.Duration // how long it may run before SIGQUIT
+	Grace   time.Duration // after SIGQUIT, before SIGKILL; 0 is Grace
+	// Reap bounds the wait for the child after SIGKILL; 0 waits as long as
+	// it takes. A child still there then is Result.Unreaped.
+	Reap time.Duration
+	// MaxOutput keeps only the last MaxOutput bytes of each of stdout and
+	// stderr; 0 keeps all.
+	MaxOutput int
+	// Started, if set, is called once the child has started, before any
+	// wait: to close the parent's copy of a pipe the child writes.
+	Started func()
+}
 
 // Run starts cmd, which must not have been started and whose Stdout and Stderr
 // must be unset, and waits for it to exit or for timeout to pass. On timeout it
@@ -52,8 +74,19 @@ const Grace = 5 * time.Second
 // parent: it gets SIGKILL if the parent dies, even by SIGKILL (Pdeathsig), so a
 // hung child is never left behind.
 func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, error) {
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return RunWith(ctx, cmd, Limits{Timeout: timeout})
+}
+
+// RunWith is Run under limits. With Limits.Reap set it never waits longer
+// than Timeout + Grace + Reap (Grace + Reap after ctx ends), whatever the
+// child does: a child that SIGKILL cannot end within Reap is reported as
+// Unreaped, and ctx's end as ctx's error either way.
+func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) {
+	if limits.Grace <= 0 {
+		limits.Grace = Grace
+	}
+	stdout, stderr := &tail{max: limits.MaxOutput}, &tail{max: limits.MaxOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Pdeathsig fires when the thread that started the child exits, not the
 	// process (golang/go#27505): keep this goroutine on its thread until the
 	// child has been waited for.
@@ -64,34 +97,54 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("hangcheck: starting %s: %w", cmd.Path, err)
 	}
+	if limits.Started != nil {
+		limits.Started()
+	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- cmd.Wait() }() // ends when the child does: the reaper
 
-	timer := time.NewTimer(timeout)
+	// killed sends SIGKILL and waits up to Reap for the exit.
+	killed := func() (error, bool) {
+		_ = cmd.Process.Kill()
+		if limits.Reap <= 0 {
+			return <-exited, true
+		}
+		reap := time.NewTimer(limits.Reap)
+		defer reap.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-reap.C:
+			return nil, false
+		}
+	}
+	timer := time.NewTimer(limits.Timeout)
 	defer timer.Stop()
-	hung := false
+	hung, reaped := false, true
 	var waitErr error
 	select {
 	case waitErr = <-exited:
 	case <-timer.C:
 		hung = true
 		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		grace := time.NewTimer(limits.Grace)
 		select {
 		case waitErr = <-exited:
-		case <-time.After(Grace):
-			_ = cmd.Process.Kill()
-			waitErr = <-exited
+		case <-grace.C:
+			waitErr, reaped = killed()
 		}
+		grace.Stop()
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-exited
-		return Result{}, ctx.Err()
+		_, reaped = killed()
+		return Result{Duration: time.Since(start), ExitCode: -1, Unreaped: !reaped,
+			Stdout: stdout.String(), Stderr: stderr.String()}, ctx.Err()
 	}
-	r := Result{
-		Duration: time.Since(start),
-		ExitCode: cmd.ProcessState.ExitCode(),
-		Stdout:   stdout.String(),
-		Stderr:   stderr.String(),
+	r := Result{Duration: time.Since(start), ExitCode: -1, Stdout: stdout.String(), Stderr: stderr.String(), Unreaped: !reaped}
+	if reaped {
+		r.ExitCode = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal = ws.Signal()
+		}
 	}
 	var exitErr *exec.ExitError
 	switch {
@@ -105,6 +158,40 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 		return r, fmt.Errorf("hangcheck: waiting for %s: %w", cmd.Path, waitErr)
 	}
 	return r, nil
+}
+
+// tail keeps what is written to it, or with max set only the last max
+// bytes; it is safe for the child's two pipes' copying goroutines and a
+// reader.
+type tail struct {
+	mu      sync.Mutex // protects following fields
+	buf     bytes.Buffer
+	max     int
+	dropped bool
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if t.max > 0 && len(p) > t.max {
+		p, t.dropped = p[len(p)-t.max:], true
+	}
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; t.max > 0 && over > 0 {
+		t.buf.Next(over)
+		t.dropped = true
+	}
+	return n, nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dropped {
+		return "[...]" + t.buf.String()
+	}
+	return t.buf.String()
 }
 
 // Goroutines returns the goroutines of a Go goroutine dump whose stacks mention any

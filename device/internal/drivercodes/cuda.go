@@ -14,7 +14,7 @@ const (
 var CUDA = &driver.CodeTable{Backend: "cuda", Unnamed: "CUresult", Codes: map[int]driver.Code{
 	3:   {Name: "CUDA_ERROR_NOT_INITIALIZED", Hint: "cuInit has not succeeded in this process"},
 	34:  {Name: "CUDA_ERROR_STUB_LIBRARY", Sentinel: driver.ErrDriverNotFound, Hint: "the process loaded the CUDA toolkit's link stub (libcuda.so from a -dev package) instead of the driver: install the NVIDIA driver, or remove the stubs directory from LD_LIBRARY_PATH or GPUINIT_CUDA_LIBRARY"},
-	35:  {Name: "CUDA_ERROR_INSUFFICIENT_DRIVER", Sentinel: driver.ErrDriverMismatch, Hint: "the NVIDIA driver is older than this CUDA version needs: upgrade the driver (nvidia-smi shows its version)"},
+	35:  {Name: "CUDA_ERROR_INSUFFICIENT_DRIVER", Sentinel: driver.ErrDriverTooOld, Hint: "the NVIDIA driver is older than this CUDA version needs: upgrade the driver (nvidia-smi shows its version)"},
 	100: {Name: "CUDA_ERROR_NO_DEVICE", Sentinel: driver.ErrNoDevice, Hint: CUDANoDeviceHint},
 	101: {Name: "CUDA_ERROR_INVALID_DEVICE", Sentinel: driver.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; CUDA_VISIBLE_DEVICES renumbers devices"},
 	209: {Name: "CUDA_ERROR_NO_BINARY_FOR_GPU", Sentinel: driver.ErrNotSupported, Hint: "the engine has no kernel image for this GPU's compute capability: use a build of the engine that includes it (or PTX for it)"},
@@ -29,7 +29,7 @@ var CUDA = &driver.CodeTable{Backend: "cuda", Unnamed: "CUresult", Codes: map[in
 	718: {Name: "CUDA_ERROR_INVALID_PC", Sticky: true, Hint: stickyCUDAHint},
 	719: {Name: "CUDA_ERROR_LAUNCH_FAILED", Sticky: true, Hint: "a kernel failed: " + stickyCUDAHint},
 	800: {Name: "CUDA_ERROR_NOT_PERMITTED", Hint: "the operation is not permitted: check the permissions of /dev/nvidia* and the container's device cgroup"},
-	802: {Name: "CUDA_ERROR_SYSTEM_NOT_READY", Sentinel: driver.ErrNoDevice, Hint: "the system is not ready: on HGX/DGX boards with NVSwitch, start the fabric manager (systemctl start nvidia-fabricmanager) and check its version matches the driver"},
+	802: {Name: "CUDA_ERROR_SYSTEM_NOT_READY", Sentinel: driver.ErrNotReady, Hint: "the system is not ready: on HGX/DGX boards with NVSwitch, start the fabric manager (systemctl start nvidia-fabricmanager) and check its version matches the driver"},
 	803: {Name: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", Sentinel: driver.ErrDriverMismatch, Hint: "the user-space driver (libcuda) and the kernel module differ: reboot after a driver upgrade, or match the container's libcuda to the host driver"},
 	804: {Name: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", Sentinel: driver.ErrDriverMismatch, Hint: "forward compatibility (the cuda-compat package) is not supported on this GPU: use a CUDA version the host driver supports natively, or remove cuda-compat from the library path"},
 	999: {Name: "CUDA_ERROR_UNKNOWN", Hint: "often after suspend/resume: reload nvidia_uvm (rmmod nvidia_uvm && modprobe nvidia_uvm) or reboot"},

@@ -14,7 +14,7 @@ const (
 // HIP are the hipError_t values users meet when bringing up or running a GPU.
 var HIP = &driver.CodeTable{Backend: "hip", Unnamed: "hipError_t", Codes: map[int]driver.Code{
 	3:   {Name: "hipErrorNotInitialized", Hint: "hipInit has not succeeded in this process"},
-	35:  {Name: "hipErrorInsufficientDriver", Sentinel: driver.ErrDriverMismatch, Hint: "the amdgpu kernel driver is older than this ROCm needs: upgrade it, or use a ROCm the host driver supports"},
+	35:  {Name: "hipErrorInsufficientDriver", Sentinel: driver.ErrDriverTooOld, Hint: "the amdgpu kernel driver is older than this ROCm needs: upgrade it, or use a ROCm the host driver supports"},
 	100: {Name: "hipErrorNoDevice", Sentinel: driver.ErrNoDevice, Hint: HIPNoDeviceHint},
 	101: {Name: "hipErrorInvalidDevice", Sentinel: driver.ErrInvalidDevice, Hint: "the ordinal is outside 0..count-1; HIP_VISIBLE_DEVICES renumbers devices"},
 	209: {Name: "hipErrorNoBinaryForGpu", Sentinel: driver.ErrNotSupported, Hint: "the ROCm libraries have no code for this GPU's gfx target: use a ROCm that supports it, or set HSA_OVERRIDE_GFX_VERSION to a supported target of the same family (10.3.0 for RDNA2, 11.0.0 for RDNA3)"},

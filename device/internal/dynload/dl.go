@@ -52,6 +52,24 @@ import (
 // driver.ErrDriverNotFound, the loader's own message and every name tried.
 func Load(spec Spec) (Library, error) { return load(dl{}, spec) }
 
+// Preloaded returns the library a name loads if this process has it already,
+// without loading anything (RTLD_NOLOAD): one a cgo engine loaded.
+func Preloaded(name string) (Library, bool) {
+	h, path, _ := dl{}.Open(name, true)
+	if h == nil {
+		return Library{}, false
+	}
+	return Library{Handle: h, Path: path, Preloaded: true}, true
+}
+
+// Symbol returns the address of the function name in lib, or nil.
+func (lib Library) Symbol(name string) unsafe.Pointer {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var msg [256]C.char
+	return C.gpuinit_dl_sym(lib.Handle, cname, &msg[0], C.size_t(len(msg)))
+}
+
 // dl is the real dlopen.
 type dl struct{}
 

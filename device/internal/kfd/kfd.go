@@ -20,23 +20,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-// EnvSysfsRoot moves the sysfs root from /sys, for tests and for containers
-// that mount the host's sysfs elsewhere.
-const EnvSysfsRoot = "GPUINIT_SYSFS_ROOT"
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+)
 
 // EnvOverride is ROCm's own variable that makes HIP treat every GPU as another
 // gfx target, such as "10.3.0" for gfx1030.
 const EnvOverride = "HSA_OVERRIDE_GFX_VERSION"
 
-// Root returns the sysfs root: GPUINIT_SYSFS_ROOT, else /sys.
-func Root() string {
-	if r := strings.TrimSpace(os.Getenv(EnvSysfsRoot)); r != "" {
-		return r
-	}
-	return "/sys"
-}
+// Root returns the sysfs root: hostfs.Sys, GPUINIT_SYSFS_ROOT or /sys.
+func Root() string { return hostfs.Sys() }
 
 // Node is one GPU node of the KFD topology.
 type Node struct {
@@ -179,24 +172,34 @@ func readUint(path string) (uint64, error) {
 	return v, nil
 }
 
-// EnvDevRoot moves /dev, for tests and for containers that mount device nodes
-// elsewhere.
-const EnvDevRoot = "GPUINIT_DEV_ROOT"
-
 // Problem says what is wrong with /dev/kfd, the device node every ROCm
 // process opens, or "" when it can be opened.
 func Problem() string {
-	root := strings.TrimSpace(os.Getenv(EnvDevRoot))
-	if root == "" {
-		root = "/dev"
-	}
-	return problemAt(root+"/kfd", func(path string) error {
+	return problemAt(filepath.Join(hostfs.Dev(), "kfd"), func(path string) error {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err == nil {
 			f.Close()
 		}
 		return err
 	})
+}
+
+// Present reports whether the host shows an AMD GPU's kernel side without any
+// library call: /dev/kfd, or a GPU node in the KFD topology; evidence says
+// which, for a message.
+func Present() (present bool, evidence string) {
+	if path := filepath.Join(hostfs.Dev(), "kfd"); exists(path) {
+		return true, path + " exists"
+	}
+	if nodes, err := Nodes(Root()); err == nil && len(nodes) > 0 {
+		return true, fmt.Sprintf("the KFD topology under %s lists %d GPU(s)", Root(), len(nodes))
+	}
+	return false, ""
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // problemAt is Problem for the device node at path, opened with open.

@@ -4,9 +4,13 @@
 #ifndef GPUINIT_FAKE_COMMON_H
 #define GPUINIT_FAKE_COMMON_H
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
 // logcall appends one line to the file FAKE_LOG_ENV names, if it is set.
 __attribute__((format(printf, 1, 2), unused)) static void logcall(const char *fmt, ...) {
@@ -18,6 +22,7 @@ __attribute__((format(printf, 1, 2), unused)) static void logcall(const char *fm
 	va_start(ap, fmt);
 	vfprintf(f, fmt, ap);
 	va_end(ap);
+	if (getenv("GPUINIT_FAKE_LOG_PID")) fprintf(f, " pid=%d", (int)getpid());
 	fputc('\n', f);
 	fclose(f);
 }
@@ -26,6 +31,48 @@ __attribute__((format(printf, 1, 2), unused)) static void logcall(const char *fm
 __attribute__((unused)) static int envint(const char *name, int def) {
 	const char *v = getenv(name);
 	return v && *v ? atoi(v) : def;
+}
+
+// fake_init is what a fake's init call (cuInit, hipInit) does first, as the
+// variables named <prefix>_HANG, _CRASH, _DELAY_MS, _FAIL_FILE and
+// _FAIL_TIMES say: hang for ever, crash on a bad pointer, sleep, or fail with
+// code for the first _FAIL_TIMES calls counted in _FAIL_FILE, across
+// processes (a counter under flock), then succeed. It returns the code to
+// fail with, or 0 to go on; without _FAIL_FILE, code always applies.
+__attribute__((unused)) static int fake_init(const char *prefix, int code) {
+	char name[128];
+	snprintf(name, sizeof name, "%s_DELAY_MS", prefix);
+	int delay = envint(name, 0);
+	if (delay > 0) {
+		struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) != 0) {
+		}
+	}
+	snprintf(name, sizeof name, "%s_HANG", prefix);
+	if (getenv(name))
+		for (;;) pause();
+	snprintf(name, sizeof name, "%s_CRASH", prefix);
+	if (getenv(name)) *(volatile int *)0 = 1;
+	snprintf(name, sizeof name, "%s_FAIL_FILE", prefix);
+	const char *counter = getenv(name);
+	if (!counter || !*counter) return code;
+	snprintf(name, sizeof name, "%s_FAIL_TIMES", prefix);
+	int times = envint(name, 0);
+	int fd = open(counter, O_RDWR | O_CREAT, 0644);
+	if (fd < 0) return code;
+	flock(fd, LOCK_EX);
+	char buf[32] = {0};
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	int seen = n > 0 ? atoi(buf) : 0;
+	int fail = seen < times;
+	if (fail) {
+		int len = snprintf(buf, sizeof buf, "%d\n", seen + 1);
+		if (lseek(fd, 0, SEEK_SET) == 0 && write(fd, buf, (size_t)len) == len && ftruncate(fd, len) == 0) {
+		}
+	}
+	flock(fd, LOCK_UN);
+	close(fd);
+	return fail ? code : 0;
 }
 
 #endif

@@ -13,6 +13,11 @@
 //   GPUINIT_FAKE_CUDA_MIG      if set, device 1 is a MIG instance (its _v2 UUID differs)
 //   GPUINIT_FAKE_CUDA_USED_MIB MiB in use on each device besides allocations (default 1024)
 //   GPUINIT_FAKE_CUDA_COUNT    if set, the raw count cuDeviceGetCount answers, even a negative one
+//   GPUINIT_FAKE_CUDA_INIT_HANG, _CRASH, _DELAY_MS, _FAIL_FILE, _FAIL_TIMES
+//                              what cuInit does first (fakecommon.h's fake_init): with
+//                              _FAIL_FILE, GPUINIT_FAKE_CUDA_INIT is returned only for the
+//                              first _FAIL_TIMES calls, counted across processes
+//   GPUINIT_FAKE_LOG_PID       if set, each log line ends with " pid=N"
 //
 // Build: cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o libcuda.so.1 fakecuda.c
 // Define GPUINIT_FAKE_CUDA_OMIT_cuDeviceTotalMem_v2 to leave that function
@@ -81,7 +86,7 @@ CUresult cuInit(unsigned int flags) {
 	logcall("cuInit");
 	if (stub()) return 34;
 	if (flags != 0) return 1;
-	CUresult r = envint("GPUINIT_FAKE_CUDA_INIT", 0);
+	CUresult r = fake_init("GPUINIT_FAKE_CUDA_INIT", envint("GPUINIT_FAKE_CUDA_INIT", 0));
 	if (r == 0 && ndevices() == 0) r = 100;
 	if (r == 0) initialized = 1;
 	return r;

@@ -10,6 +10,9 @@
 //                             with no device)
 //   GPUINIT_FAKE_HIP_VERSION  what hipDriverGetVersion reports (default 60241134, ROCm 6.2)
 //   GPUINIT_FAKE_HIP_COUNT    if set, the raw count hipGetDeviceCount answers, even a negative one
+//   GPUINIT_FAKE_HIP_INIT_HANG, _CRASH, _DELAY_MS, _FAIL_FILE, _FAIL_TIMES
+//                             what hipInit does first (fakecommon.h's fake_init)
+//   GPUINIT_FAKE_LOG_PID      if set, each log line ends with " pid=N"
 //
 // Define GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId to leave that function out.
 //
@@ -54,7 +57,7 @@ hipError_t hipInit(unsigned int flags) {
 	if (flags) return 1;
 	// With no device hipInit answers 100, unless the test sets 0 to have it
 	// succeed and leave the news to hipGetDeviceCount.
-	hipError_t r = envint("GPUINIT_FAKE_HIP_INIT", ndevices() == 0 ? 100 : 0);
+	hipError_t r = fake_init("GPUINIT_FAKE_HIP_INIT", envint("GPUINIT_FAKE_HIP_INIT", ndevices() == 0 ? 100 : 0));
 	if (r == 0) initialized = 1;
 	return r;
 }

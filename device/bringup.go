@@ -1,0 +1,264 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
+
+// Phase is what a Runtime's initialization is doing.
+type Phase string
+
+// The phases, in the order an initialization goes through them.
+const (
+	PhaseNone      Phase = ""          // not started
+	PhasePreflight Phase = "preflight" // a preflight child is checking a backend
+	PhaseWaiting   Phase = "waiting"   // waiting to retry a backend that is not ready yet
+	PhaseDriver    Phase = "driver"    // the driver's init in this process
+	PhaseQueued    Phase = "queued"    // the work queued with LazyCall
+	PhaseDone      Phase = "done"      // Ready or Failed
+)
+
+// BringUp is where a Runtime's initialization stands, for health checks and
+// status pages: what it does now and since when, and how its preflight
+// attempts went. A Runtime replaces it whole at each change, so a BringUp is
+// one consistent moment.
+type BringUp struct {
+	Phase   Phase
+	Since   time.Time // when Phase began
+	Backend string    // the backend being tried, or waited for
+	// InProcess is when the part of the initialization that runs in this
+	// process began: the driver's init, then the queued work. Zero until
+	// then: preflight children and the waits between them are not it. A
+	// health check's deadline counts from here, since only this part can
+	// wedge the process.
+	InProcess time.Time
+	// Preflight reports that preflight children run before the driver's
+	// init; Attempts counts them, for every backend tried.
+	Preflight bool
+	Attempts  int
+	// LastErr is the last failure of a backend, with its class; nil while
+	// none has failed.
+	LastErr   error
+	LastClass Class
+	// Next is when the next attempt starts, in PhaseWaiting.
+	Next time.Time
+	// Summary says all of it in one line, made once per change, so that a
+	// probe can answer with it without allocating.
+	Summary string
+}
+
+// BringUp reports where the initialization stands, without a lock or an
+// allocation; the zero BringUp before it starts.
+func (r *Runtime) BringUp() BringUp {
+	if b := r.bringUp.Load(); b != nil {
+		return *b
+	}
+	return BringUp{}
+}
+
+// moveTo stores the next BringUp: b with the phase, backend and summary set.
+func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
+	b.Phase, b.Since, b.Backend = phase, time.Now(), backend
+	if phase == PhaseDriver && b.InProcess.IsZero() {
+		b.InProcess = b.Since
+	}
+	b.Summary = b.summary()
+	r.bringUp.Store(&b)
+	return b
+}
+
+func (b BringUp) summary() string {
+	var s string
+	switch b.Phase {
+	case PhasePreflight:
+		s = fmt.Sprintf("a preflight child is checking %s (attempt %d)", b.Backend, b.Attempts)
+	case PhaseWaiting:
+		s = fmt.Sprintf("%s is not ready yet; retrying at %s", b.Backend, b.Next.Format(time.TimeOnly))
+	case PhaseDriver:
+		s = "the " + b.Backend + " driver is initializing in this process"
+	case PhaseQueued:
+		s = "running the work queued before initialization"
+	default:
+		return string(b.Phase)
+	}
+	if b.LastErr != nil && b.Phase != PhaseQueued {
+		s += fmt.Sprintf("; last failure (%s): %v", b.LastClass, b.LastErr)
+	}
+	return s
+}
+
+// initialize is the Runtime's init function: it tries each candidate in
+// order, each through a preflight child first if the preflight is on, and
+// the first that gives at least one device is the Runtime's backend. With
+// the preflight on, the candidates whose child failed for a reason that
+// clears by itself (NotYet) are tried again, in fresh children, with capped
+// backoff, until the preflight's RetryFor has passed. With one candidate its
+// own error is returned; with several, a *NoBackendError lists each one's.
+// Every failure carries its class.
+func (r *Runtime) initialize(ctx context.Context) error {
+	b := r.moveTo(BringUp{}, PhaseNone, "")
+	floors, preflight, err := r.readSettings()
+	if err != nil {
+		return &classified{err: err, class: NeedsOperator}
+	}
+	seen := readVisibility()
+	r.visibility.Store(&seen)
+	b.Preflight = preflight != nil
+	start := time.Now()
+	var backoff time.Duration
+	if preflight != nil {
+		backoff = preflight.Backoff
+	}
+	failures := map[string]error{}
+	pending := r.candidates
+	for {
+		var retry []driver.Registration
+		for _, reg := range pending {
+			var inChild bool
+			var c *choice
+			var devices []Info
+			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
+			if err == nil {
+				r.devices.Store(&devices)
+				r.chosen.Store(c)
+				if r.auto {
+					r.registry.runtimes.add(reg.Name, r)
+				}
+				r.moveTo(b, PhaseQueued, reg.Name)
+				return nil
+			}
+			err = classify(reg, err)
+			failures[reg.Name] = err
+			b.LastErr, b.LastClass = err, ClassOf(err)
+			if r.auto {
+				r.storePassedOver(failures)
+			}
+			if inChild && b.LastClass == NotYet {
+				retry = append(retry, reg)
+			}
+		}
+		// Only a child's failure is retried, so preflight is on here.
+		if len(retry) == 0 || time.Since(start)+backoff > preflight.RetryFor {
+			r.moveTo(b, PhaseDone, "")
+			return r.finalError(failures, retry, b.Attempts, time.Since(start), preflight)
+		}
+		b.Next = time.Now().Add(backoff)
+		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
+		wait := time.NewTimer(backoff)
+		<-wait.C // the initialization has no caller to stop it: lazy gives it no cancellation
+		b.Next = time.Time{}
+		backoff = min(2*backoff, preflight.MaxBackoff)
+		pending = retry
+	}
+}
+
+// tryCandidate brings reg's backend up: through a preflight child first when
+// preflight is on and the driver is not initialized in this process already,
+// then in-process. inChild reports a failure the child saw, which leaves this
+// process's driver untouched, so that it can be tried again.
+func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Registration, floor int, preflight *Preflight) (
+	_ BringUp, c *choice, devices []Info, inChild bool, err error) {
+	if c = r.chosen.Load(); c == nil {
+		backend, err := r.registry.openBackend(reg)
+		if err != nil {
+			return b, nil, nil, false, err
+		}
+		c = &choice{reg: reg, backend: backend}
+	}
+	if preflight != nil && !driverInitialized(c.backend) {
+		b.Attempts++
+		b = r.moveTo(b, PhasePreflight, reg.Name)
+		if _, err := runPreflight(ctx, *preflight, reg, b.Attempts); err != nil {
+			return b, nil, nil, true, err
+		}
+	}
+	b = r.moveTo(b, PhaseDriver, reg.Name)
+	devices, err = bringUpInProcess(ctx, c.backend, reg.Name, floor)
+	return b, c, devices, false, err
+}
+
+// driverInitialized reports whether b's driver is initialized in this process
+// already, so that a preflight child has nothing left to protect.
+func driverInitialized(b driver.Backend) bool {
+	ir, ok := driver.Capability[driver.InitReporter](b)
+	return ok && ir.DriverInitialized()
+}
+
+// bringUpInProcess Inits b, checks it against floor, and reads its devices.
+func bringUpInProcess(ctx context.Context, b driver.Backend, name string, floor int) ([]Info, error) {
+	if err := b.Init(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkDriverFloor(b, name, floor); err != nil {
+		return nil, err
+	}
+	n, err := b.Count()
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: %s: the driver initialized but reports %d devices", ErrNoDevice, name, n)
+	}
+	devices := make([]Info, n)
+	for i := range devices {
+		if devices[i], err = b.Device(i); err != nil {
+			return nil, err
+		}
+		devices[i].Ordinal = i
+	}
+	return devices, nil
+}
+
+// classify gives a backend's failure its class, as the host shows now.
+func classify(reg driver.Registration, err error) error {
+	f := failure{err: err}
+	var evidence string
+	if reg.Present != nil {
+		f.present, evidence = reg.Present()
+	}
+	c := &classified{err: err, class: classOf(f)}
+	if c.class == NotYet && f.present && !isPreflightError(err) {
+		c.evidence = evidence
+	}
+	return c
+}
+
+func isPreflightError(err error) bool {
+	_, ok := err.(*PreflightError)
+	return ok
+}
+
+// storePassedOver publishes auto's failures so far, in candidate order.
+func (r *Runtime) storePassedOver(failures map[string]error) {
+	var passed []BackendFailure
+	for _, reg := range r.candidates {
+		if err, ok := failures[reg.Name]; ok {
+			passed = append(passed, BackendFailure{Backend: reg.Name, Err: err})
+		}
+	}
+	r.passedOver.Store(&passed)
+}
+
+// finalError is the initialization's failure: the one candidate's, or a
+// *NoBackendError of every candidate's, in order. The backends still not
+// ready when the preflight's retries ran out say so.
+func (r *Runtime) finalError(failures map[string]error, notReady []driver.Registration, attempts int, took time.Duration, p *Preflight) error {
+	for _, reg := range notReady {
+		err := failures[reg.Name]
+		failures[reg.Name] = &classified{class: NotYet, err: fmt.Errorf(
+			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %w",
+			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, err)}
+	}
+	var tried []BackendFailure
+	for _, reg := range r.candidates {
+		tried = append(tried, BackendFailure{Backend: reg.Name, Err: failures[reg.Name]})
+	}
+	if len(tried) == 1 {
+		return tried[0].Err
+	}
+	return &NoBackendError{Tried: slices.Clip(tried)}
+}

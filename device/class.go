@@ -1,0 +1,208 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpuinit/gpuinit/lazy"
+)
+
+// Class is what an initialization failure means for the process: whether
+// time, a restart, or only an operator can make the GPU usable. Health
+// checks decide by it (liveness fails only where a restart of the process
+// can help), and gpuprobe's labels and metrics carry it so that an alert can
+// fire on the right ones.
+type Class int
+
+// The classes, in the order ClassOf prefers them when auto's backends failed
+// differently.
+const (
+	// NoClass is not an initialization failure: a caller's own
+	// cancellation, or an error of a call on a device that works.
+	NoClass Class = iota
+	// NoGPUHere: this host, or this binary, has no GPU gpuinit can use, and
+	// a restart cannot change that.
+	NoGPUHere
+	// NeedsOperator: a GPU is there but something only an operator can fix
+	// keeps it from working; a restart does not help.
+	NeedsOperator
+	// NotYet: expected to clear by itself; retried by the preflight, and a
+	// fresh process may succeed where this one gave up.
+	NotYet
+)
+
+// String is the class's name in labels and metrics: "no-gpu", "not-yet",
+// "needs-operator", or "" for NoClass.
+func (c Class) String() string {
+	switch c {
+	case NoGPUHere:
+		return "no-gpu"
+	case NotYet:
+		return "not-yet"
+	case NeedsOperator:
+		return "needs-operator"
+	}
+	return ""
+}
+
+// Describe says in words what the class means, for a status page or a log.
+func (c Class) Describe() string {
+	switch c {
+	case NoGPUHere:
+		return "no GPU here: a restart cannot help"
+	case NotYet:
+		return "not yet: expected to clear by itself"
+	case NeedsOperator:
+		return "needs an operator: a restart cannot help"
+	}
+	return ""
+}
+
+// failure is what the class table looks at in an initialization failure.
+type failure struct {
+	err     error
+	present bool // the backend's Present saw the vendor's device nodes
+}
+
+func (f failure) op(ops ...string) bool {
+	var de *DriverError
+	if !errors.As(f.err, &de) {
+		return false
+	}
+	for _, op := range ops {
+		if de.Op == op {
+			return true
+		}
+	}
+	return false
+}
+
+// classRule is one row of the class table: the first row whose match holds
+// gives a failure its class.
+type classRule struct {
+	class Class
+	what  string // for the README, which prints the table
+	match func(f failure) bool
+}
+
+// classRules is the one table of initialization failures and their
+// classes. README.md prints it (a test checks that it does, row for row).
+var classRules = []classRule{
+	{NoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
+		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
+	{NoGPUHere, "no driver library, or only the toolkit's link stub (CUDA 34)",
+		func(f failure) bool { return errors.Is(f.err, ErrDriverNotFound) }},
+	{NoGPUHere, "a library that lacks a function the backend needs (dlsym), or answers what no driver does",
+		func(f failure) bool {
+			return f.op("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
+		}},
+	{NoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
+		func(f failure) bool { return errors.Is(f.err, ErrDriverTooOld) }},
+	{NotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
+		func(f failure) bool { return errors.Is(f.err, ErrNotReady) }},
+	{NotYet, "no device, while the vendor's device nodes exist (/dev/nvidia0, /dev/kfd): the driver has not found it yet",
+		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
+	{NoGPUHere, "no device, and no device nodes",
+		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) }},
+	{NotYet, "a preflight child that hung past its deadline, or crashed",
+		func(f failure) bool {
+			var pe *PreflightError
+			return errors.As(f.err, &pe) && (pe.Hung || pe.Crashed())
+		}},
+	{NeedsOperator, "anything else: user-space and kernel driver differ (CUDA 803), forward compatibility on an unsupported GPU (804), 999 after suspend/resume, not permitted (800), a panic in the driver's init",
+		func(failure) bool { return true }},
+}
+
+// classOf is the table's class for f.
+func classOf(f failure) Class {
+	for _, r := range classRules {
+		if r.match(f) {
+			return r.class
+		}
+	}
+	return NeedsOperator
+}
+
+// classified is an initialization failure with its class, decided when it
+// happened, since "not yet" depends on what the host showed then.
+type classified struct {
+	err      error
+	class    Class
+	evidence string // the backend's Present evidence, for a NotYet no-device
+}
+
+func (c *classified) Error() string {
+	if c.evidence != "" {
+		return c.err.Error() + " (" + c.class.String() + ": " + c.evidence + ", so the GPU may not be ready yet)"
+	}
+	return c.err.Error()
+}
+
+func (c *classified) Unwrap() error { return c.err }
+
+// ClassOf returns the class of an initialization failure: what a Runtime's
+// Init (or Err) returned, a *NoBackendError, or a backend's own Init error.
+// A Runtime decides the class when the failure happens, since whether the
+// vendor's device nodes exist decides "not yet" against "no GPU here"; a
+// backend's raw error is classified by the table alone, as if there were
+// none. For auto's *NoBackendError the class is the most hopeful of its
+// backends': NotYet, then NeedsOperator, then NoGPUHere. Anything that is not
+// an initialization failure is NoClass, a caller's cancellation included.
+func ClassOf(err error) Class {
+	if err == nil {
+		return NoClass
+	}
+	var nb *NoBackendError
+	if errors.As(err, &nb) {
+		best := NoClass
+		for _, f := range nb.Tried {
+			best = max(best, ClassOf(f.Err))
+		}
+		return best
+	}
+	var c *classified
+	if errors.As(err, &c) {
+		return c.class
+	}
+	if !isInitFailure(err) {
+		return NoClass
+	}
+	return classOf(failure{err: err})
+}
+
+// isInitFailure reports whether err is one that an initialization gives: a
+// failure lazy memoized, a preflight child's, or a driver's error that is not
+// a call on a running device (a sticky code, a lost device, a library for an
+// optional feature).
+func isInitFailure(err error) bool {
+	var ie *lazy.InitError
+	var qe *lazy.DeferredError
+	var pe *PreflightError
+	if errors.As(err, &ie) || errors.As(err, &qe) || errors.As(err, &pe) || errors.Is(err, ErrNotCompiled) {
+		return true
+	}
+	var de *DriverError
+	return errors.As(err, &de) && !de.Sticky && !errors.Is(err, ErrDeviceLost) && !errors.Is(err, ErrNotSupported)
+}
+
+// NoUsableGPU reports whether err says this process has no usable GPU: its
+// Runtime's initialization failed, whatever the class (ClassOf says which),
+// so a server that can serve on the CPU should. It is false for nil, for a
+// caller that stopped waiting, and for errors of calls on a device that
+// works:
+//
+//	if err := rt.Init(ctx); device.NoUsableGPU(err) {
+//		serveOnCPU() // err says why, and device.ClassOf(err) whether to alert
+//	}
+func NoUsableGPU(err error) bool { return ClassOf(err) != NoClass }
+
+// classTable renders the class table as Markdown, as README.md prints it.
+func classTable() string {
+	var b strings.Builder
+	b.WriteString("| class | failures |\n| --- | --- |\n")
+	for _, r := range classRules {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", r.class, r.what)
+	}
+	return b.String()
+}

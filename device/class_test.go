@@ -1,0 +1,93 @@
+package device_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestEveryInitializationFailureHasOneClass(t *testing.T) {
+	cuda := func(op string, code int) error { return drivercodes.CUDA.Error(op, code, "", "") }
+	hip := func(op string, code int) error { return drivercodes.HIPError(op, code, "", "") }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want device.Class
+	}{
+		{"not compiled in", fmt.Errorf("%w: built without cgo", device.ErrNotCompiled), device.NoGPUHere},
+		{"no driver library", &device.DriverError{Backend: "cuda", Op: "dlopen", Sentinel: device.ErrDriverNotFound}, device.NoGPUHere},
+		{"the toolkit's stub", cuda("cuDriverGetVersion", 34), device.NoGPUHere},
+		{"a missing symbol", &device.DriverError{Backend: "cuda", Op: "dlsym", Name: "cuDeviceTotalMem_v2", Sentinel: device.ErrDriverMismatch}, device.NoGPUHere},
+		{"a negative device count", &device.DriverError{Backend: "cuda", Op: "cuDeviceGetCount", Sentinel: device.ErrDriverMismatch}, device.NoGPUHere},
+		{"a driver below the floor", &device.DriverError{Backend: "cuda", Op: "DriverVersion", Sentinel: device.ErrDriverTooOld}, device.NoGPUHere},
+		{"CUDA 35, insufficient driver", cuda("cuInit", 35), device.NoGPUHere},
+		{"no device (no device nodes seen)", cuda("cuInit", 100), device.NoGPUHere},
+		{"HIP's 101 from hipInit", hip("hipInit", 101), device.NoGPUHere},
+		{"802, the fabric manager starting", cuda("cuInit", 802), device.NotYet},
+		{"a hung preflight child", &device.PreflightError{Hung: true}, device.NotYet},
+		{"a crashed preflight child", &device.PreflightError{Signal: "SIGSEGV"}, device.NotYet},
+		{"a child that is no preflight server", &device.PreflightError{NoReport: true}, device.NeedsOperator},
+		{"803, user and kernel driver differ", cuda("cuInit", 803), device.NeedsOperator},
+		{"804, forward compatibility", cuda("cuInit", 804), device.NeedsOperator},
+		{"999 after suspend/resume", cuda("cuInit", 999), device.NeedsOperator},
+		{"800, not permitted", cuda("cuInit", 800), device.NeedsOperator},
+		{"a panic in the driver's init", &lazy.InitError{Err: &lazy.PanicError{Value: "boom"}}, device.NeedsOperator},
+		{"a queued call that failed", &lazy.DeferredError{Site: "x.go:1", Err: errors.New("bad seed")}, device.NeedsOperator},
+		{"wrapped by lazy", &lazy.InitError{Err: cuda("cuInit", 802)}, device.NotYet},
+		{"nil", nil, device.NoClass},
+		{"a caller that stopped waiting", fmt.Errorf("lazy: stopped waiting: %w", context.Canceled), device.NoClass},
+		{"a bad ordinal on a ready runtime", fmt.Errorf("%w: 9", device.ErrInvalidDevice), device.NoClass},
+		{"a lost device", device.LostDevice{Err: drivercodes.CUDA.Error("cuLaunchKernel", 700, "", "")}, device.NoClass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, device.ClassOf(tc.err), "%v", tc.err)
+			assert.Equal(t, tc.want != device.NoClass, device.NoUsableGPU(tc.err))
+		})
+	}
+}
+
+func TestAutosClassIsItsMostHopefulBackends(t *testing.T) {
+	noDriver := &device.DriverError{Backend: "cuda", Op: "dlopen", Sentinel: device.ErrDriverNotFound}
+	mismatch := drivercodes.CUDA.Error("cuInit", 803, "", "")
+	notReady := drivercodes.CUDA.Error("cuInit", 802, "", "")
+	tried := func(errs ...error) error {
+		nb := &device.NoBackendError{}
+		for i, err := range errs {
+			nb.Tried = append(nb.Tried, device.BackendFailure{Backend: fmt.Sprint(i), Err: err})
+		}
+		return &lazy.InitError{Err: nb}
+	}
+	assert.Equal(t, device.NoGPUHere, device.ClassOf(tried(noDriver, noDriver)))
+	assert.Equal(t, device.NeedsOperator, device.ClassOf(tried(noDriver, mismatch)), "a GPU is there, broken")
+	assert.Equal(t, device.NotYet, device.ClassOf(tried(mismatch, notReady)), "one may yet come up")
+}
+
+func TestClassNames(t *testing.T) {
+	for c, want := range map[device.Class]string{device.NoGPUHere: "no-gpu", device.NotYet: "not-yet",
+		device.NeedsOperator: "needs-operator", device.NoClass: ""} {
+		assert.Equal(t, want, c.String())
+		assert.Equal(t, want == "", c.Describe() == "")
+	}
+}
+
+func TestTheRuntimeDecidesNotYetByTheDeviceNodesWhenItFails(t *testing.T) {
+	for _, present := range []bool{false, true} {
+		var g device.Registry
+		g.Register(driver.Registration{Name: "gpu", GPU: true, Present: func() (bool, string) { return present, "/dev/x0 exists" },
+			Open: func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NoDevice)), "gpu"}, nil }})
+		err := openIn(t, &g, "gpu").Init(context.Background())
+		want := map[bool]device.Class{false: device.NoGPUHere, true: device.NotYet}[present]
+		assert.Equal(t, want, device.ClassOf(err), "device nodes %v: %v", present, err)
+		if present {
+			assert.ErrorContains(t, err, "/dev/x0 exists, so the GPU may not be ready yet")
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package device_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// This test binary is also the preflight children of these tests: started
+// with GPUINIT_PREFLIGHT_CHILD, it serves the preflight for the sim backend
+// its DefaultRegistry has (as a server importing device/backends would), or
+// misbehaves as envChildDoes says first.
+const (
+	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, no-report, or not-ready-times
+	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far
+	envChildTimes   = "GPUINIT_DEVICE_TEST_TIMES"      // for not-ready-times: how many fail
+)
+
+func TestMain(m *testing.M) {
+	if _, child := os.LookupEnv(device.EnvPreflightChild); child {
+		misbehave()
+		device.ServePreflight()
+	}
+	os.Exit(m.Run())
+}
+
+// misbehave does what envChildDoes asks of a preflight child.
+func misbehave() {
+	switch os.Getenv(envChildDoes) {
+	case "hang":
+		for {
+			time.Sleep(time.Hour) // a timer keeps the runtime from calling it a deadlock, as a driver call in C does
+		}
+	case "crash":
+		var p *int
+		*p = 1 // SIGSEGV, as a driver that crashes
+	case "no-report":
+		os.Exit(0)
+	case "not-ready-times":
+		path := os.Getenv(envChildCounter)
+		b, _ := os.ReadFile(path)
+		seen, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		times, _ := strconv.Atoi(os.Getenv(envChildTimes))
+		_ = os.WriteFile(path, []byte(strconv.Itoa(seen+1)), 0o644)
+		if seen < times {
+			os.Setenv(sim.EnvFail, string(sim.NotReady))
+		}
+	}
+}
+
+// preflighted returns a Runtime over a counting sim backend named "sim", with
+// the preflight on and this test binary as its child, and the counter of its
+// in-process calls. present is what the backend's Present reports.
+func preflighted(t *testing.T, present bool, p device.Preflight) (*device.Runtime, *devicetest.Counting) {
+	t.Helper()
+	var g device.Registry
+	c := &devicetest.Counting{Backend: sim.New()}
+	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return c, nil },
+		Present: func() (bool, string) { return present, "/dev/fakegpu0 exists" }})
+	rt := openIn(t, &g, "sim")
+	p.Command = []string{os.Args[0], "-test.run=^$"}
+	require.NoError(t, rt.UsePreflight(p))
+	t.Setenv(device.EnvPreflight, "")
+	return rt, c
+}
+
+func TestAPreflightChildSucceedsBeforeTheDriverInitsInProcess(t *testing.T) {
+	rt, c := preflighted(t, false, device.Preflight{Deadline: 30 * time.Second})
+	before := time.Now()
+	require.NoError(t, rt.Init(context.Background()))
+	b := rt.BringUp()
+	assert.True(t, b.Preflight)
+	assert.Equal(t, 1, b.Attempts)
+	assert.Nil(t, b.LastErr)
+	assert.Equal(t, device.PhaseQueued, b.Phase, "the last phase before Ready")
+	assert.True(t, b.InProcess.After(before), "the in-process part began after the child")
+	assert.Equal(t, int64(1), c.Calls().Init, "the driver's init ran in this process once, after the child")
+}
+
+func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
+	rt, c := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	t.Setenv(envChildDoes, "not-ready-times")
+	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+	t.Setenv(envChildTimes, "2")
+	require.NoError(t, rt.Init(context.Background()))
+	b := rt.BringUp()
+	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
+	assert.Equal(t, device.NotYet, b.LastClass)
+	assert.ErrorIs(t, b.LastErr, device.ErrNotReady)
+	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
+}
+
+func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
+	rt, c := preflighted(t, false, device.Preflight{RetryFor: 300 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
+	t.Setenv(sim.EnvFail, string(sim.NotReady))
+	err := rt.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrNotReady)
+	assert.Equal(t, device.NotYet, device.ClassOf(err))
+	assert.True(t, device.NoUsableGPU(err))
+	assert.ErrorContains(t, err, "was still not ready after")
+	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
+	assert.Greater(t, rt.BringUp().Attempts, 2)
+	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
+}
+
+func TestAChildThatGivesNoAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		does     string
+		class    device.Class
+		hung     bool
+		signal   string
+		attempts int
+	}{
+		{"hang", device.NotYet, true, "", 2},
+		{"crash", device.NotYet, false, "SIGSEGV", 2},
+		{"no-report", device.NeedsOperator, false, "", 1}, // a command that never will: not retried
+	} {
+		t.Run(tc.does, func(t *testing.T) {
+			rt, c := preflighted(t, true, device.Preflight{Deadline: 300 * time.Millisecond, RetryFor: 500 * time.Millisecond,
+				Backoff: 10 * time.Millisecond})
+			t.Setenv(envChildDoes, tc.does)
+			start := time.Now()
+			err := rt.Init(context.Background())
+			took := time.Since(start)
+			var pe *device.PreflightError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, tc.class, device.ClassOf(err), "%v", err)
+			assert.Equal(t, tc.hung, errors.Is(err, device.ErrInitHung))
+			assert.Equal(t, tc.hung, pe.Hung)
+			assert.Equal(t, tc.signal, pe.Signal)
+			if tc.attempts > 1 {
+				assert.GreaterOrEqual(t, rt.BringUp().Attempts, tc.attempts, "a not-yet failure is retried")
+			} else {
+				assert.Equal(t, tc.attempts, rt.BringUp().Attempts, "only a not-yet failure is retried")
+			}
+			assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
+			assert.Empty(t, children(t), "no child left")
+			switch tc.does {
+			case "hang":
+				assert.Contains(t, pe.Stacks, "device_test.misbehave", "the stacks say where it hung")
+				assert.Less(t, took, 3*(300*time.Millisecond+3*time.Second), "each child is stopped at its deadline and grace")
+			case "crash":
+				assert.Contains(t, pe.Stderr, "nil pointer dereference", "the tail of its stderr")
+				assert.Contains(t, err.Error(), "crashed with SIGSEGV")
+			case "no-report":
+				assert.True(t, pe.NoReport)
+				assert.Contains(t, err.Error(), "without a report")
+			}
+		})
+	}
+}
+
+func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
+	for _, present := range []bool{false, true} {
+		t.Run(fmt.Sprint("device nodes: ", present), func(t *testing.T) {
+			rt, _ := preflighted(t, present, device.Preflight{RetryFor: 100 * time.Millisecond, Backoff: 20 * time.Millisecond})
+			t.Setenv(sim.EnvFail, string(sim.NoDevice))
+			err := rt.Init(context.Background())
+			require.ErrorIs(t, err, device.ErrNoDevice)
+			if !present {
+				assert.Equal(t, device.NoGPUHere, device.ClassOf(err))
+				assert.Equal(t, 1, rt.BringUp().Attempts, "no GPU here: not retried")
+				return
+			}
+			assert.Equal(t, device.NotYet, device.ClassOf(err))
+			assert.Greater(t, rt.BringUp().Attempts, 1)
+			assert.ErrorContains(t, err, "/dev/fakegpu0 exists")
+		})
+	}
+}
+
+// initializedAlready is a backend whose driver a cgo engine brought up first.
+type initializedAlready struct{ driver.Backend }
+
+func (initializedAlready) DriverInitialized() bool { return true }
+
+func TestThePreflightIsSkippedWhereTheDriverIsInitializedAlready(t *testing.T) {
+	var g device.Registry
+	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return initializedAlready{sim.New()}, nil }})
+	rt := openIn(t, &g, "sim")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{"/nonexistent/child"}}))
+	t.Setenv(device.EnvPreflight, "")
+	require.NoError(t, rt.Init(context.Background()), "no child was started: its command does not exist")
+	assert.Zero(t, rt.BringUp().Attempts)
+}
+
+func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		env      string
+		use      bool // UsePreflight in the code
+		attempts int
+		err      string
+	}{
+		{"off", true, 0, ""},
+		{"0", true, 0, ""},
+		{"on", false, 1, ""},
+		{"20s", false, 1, ""},
+		{"", true, 1, ""},
+		{"", false, 0, ""},
+		{"soon", true, 0, `GPUINIT_PREFLIGHT="soon": want a deadline`},
+		{"-1s", false, 0, `GPUINIT_PREFLIGHT="-1s": want a deadline`},
+	} {
+		t.Run(fmt.Sprintf("%q use=%v", tc.env, tc.use), func(t *testing.T) {
+			var g device.Registry
+			g.Register(simRegistration(newSim))
+			rt := openIn(t, &g, "sim")
+			if tc.use {
+				require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+			}
+			t.Setenv(device.EnvPreflight, tc.env)
+			if !tc.use {
+				// The default child is this executable, which serves the
+				// preflight from TestMain.
+				t.Setenv(device.EnvPreflight, tc.env)
+			}
+			err := rt.Init(context.Background())
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.attempts, rt.BringUp().Attempts)
+			assert.Equal(t, tc.attempts > 0, rt.BringUp().Preflight)
+			assert.ErrorContains(t, rt.UsePreflight(device.Preflight{}), "call it before the first Init")
+		})
+	}
+}
+
+// children lists this process's live child processes, from /proc.
+func children(t *testing.T) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var kids []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // it exited meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so split after ")".
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) && fields[0] != "Z" {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
