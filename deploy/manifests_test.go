@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,4 +199,22 @@ func filterLabels(labels, keep map[string]string) map[string]string {
 		out[k] = labels[k]
 	}
 	return out
+}
+
+// TestTheProbesBringTheGPUUpInAPreflightChild: a driver that hangs in its
+// init must be reported by the probe, not wedge it.
+func TestTheProbesBringTheGPUUpInAPreflightChild(t *testing.T) {
+	for _, file := range []string{"daemonset-nvidia.yaml", "daemonset-amd.yaml"} {
+		ds := daemonSet(t, file)
+		var preflight string
+		for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "GPUINIT_PREFLIGHT" {
+				preflight = e.Value
+			}
+		}
+		d, err := time.ParseDuration(preflight)
+		if assert.NoError(t, err, "%s: GPUINIT_PREFLIGHT=%q", file, preflight) {
+			assert.Positive(t, d, file)
+		}
+	}
 }

@@ -46,8 +46,9 @@ type BringUp struct {
 	LastClass Class
 	// Next is when the next attempt starts, in PhaseWaiting.
 	Next time.Time
-	// Summary says all of it in one line, made once per change, so that a
-	// probe can answer with it without allocating.
+	// Summary says all of it in one line, "initializing: ...", made once
+	// per change, so that a probe can answer with it without allocating;
+	// empty before the initialization starts and once it is done.
 	Summary string
 }
 
@@ -71,19 +72,20 @@ func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 	return b
 }
 
+// summary says where b stands as readiness's reason: "initializing: ...".
 func (b BringUp) summary() string {
 	var s string
 	switch b.Phase {
 	case PhasePreflight:
-		s = fmt.Sprintf("a preflight child is checking %s (attempt %d)", b.Backend, b.Attempts)
+		s = fmt.Sprintf("initializing: a preflight child is checking %s (attempt %d)", b.Backend, b.Attempts)
 	case PhaseWaiting:
-		s = fmt.Sprintf("%s is not ready yet; retrying at %s", b.Backend, b.Next.Format(time.TimeOnly))
+		s = fmt.Sprintf("initializing: %s is not ready yet; attempt %d at %s", b.Backend, b.Attempts+1, b.Next.Format(time.TimeOnly))
 	case PhaseDriver:
-		s = "the " + b.Backend + " driver is initializing in this process"
+		s = "initializing: the " + b.Backend + " driver is initializing in this process"
 	case PhaseQueued:
-		s = "running the work queued before initialization"
+		s = "initializing: running the work queued before initialization"
 	default:
-		return string(b.Phase)
+		return ""
 	}
 	if b.LastErr != nil && b.Phase != PhaseQueued {
 		s += fmt.Sprintf("; last failure (%s): %v", b.LastClass, b.LastErr)
@@ -248,6 +250,9 @@ func (r *Runtime) storePassedOver(failures map[string]error) {
 // ready when the preflight's retries ran out say so.
 func (r *Runtime) finalError(failures map[string]error, notReady []driver.Registration, attempts int, took time.Duration, p *Preflight) error {
 	for _, reg := range notReady {
+		if p.RetryFor == 0 {
+			break // never retried: the failure says it all
+		}
 		err := failures[reg.Name]
 		failures[reg.Name] = &classified{class: NotYet, err: fmt.Errorf(
 			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %w",

@@ -70,6 +70,13 @@ type Preflight struct {
 	Command []string
 }
 
+// MaxWait is the longest one child can take with p's settings: its
+// Deadline, then the time to collect its stacks and stop it. A caller that
+// bounds its own wait for Init should allow this per attempt.
+func (p Preflight) MaxWait() time.Duration {
+	return p.withDefaults().Deadline + preflightGrace + preflightReap + reportExit
+}
+
 // withDefaults fills p's zero fields.
 func (p Preflight) withDefaults() Preflight {
 	if p.Deadline <= 0 {

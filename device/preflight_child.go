@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 )
 
 // EnvPreflightChild marks a preflight child: it names the backend to check.
 // A Runtime sets it in the child's environment; nothing else should.
 const EnvPreflightChild = "GPUINIT_PREFLIGHT_CHILD"
+
+// servesPreflight records that this process called ServePreflight, so that
+// its own executable, started again, serves the preflight too: only then is
+// it the preflight's default child.
+var servesPreflight atomic.Bool
 
 // preflightFD is the child's end of its report pipe.
 const preflightFD = 3
@@ -28,6 +34,7 @@ const reportSchema = "gpuinit-preflight/v1"
 // its backends otherwise calls it first thing in main, after its backends'
 // packages have registered them.
 func ServePreflight() {
+	servesPreflight.Store(true)
 	name, ok := os.LookupEnv(EnvPreflightChild)
 	if !ok {
 		return

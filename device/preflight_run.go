@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -90,6 +91,11 @@ const (
 func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, attempt int) (report, error) {
 	command := p.Command
 	if len(command) == 0 {
+		if !servesPreflight.Load() {
+			return report{}, fmt.Errorf("device: %s: the preflight's default child is this executable, which does not serve the preflight: "+
+				"import github.com/gpuinit/gpuinit/device/backends, or call device.ServePreflight first in main, or name a program that does in Preflight.Command",
+				reg.Name)
+		}
 		self, err := os.Executable()
 		if err != nil {
 			return report{}, fmt.Errorf("device: %s: the preflight cannot find this process's executable: %w; name one in Preflight.Command", reg.Name, err)
@@ -102,7 +108,8 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	}
 	defer rd.Close()
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), EnvPreflightChild+"="+reg.Name)
+	// The child must not run preflights of its own, should it reach main.
+	cmd.Env = append(os.Environ(), EnvPreflightChild+"="+reg.Name, EnvPreflight+"=off")
 	cmd.ExtraFiles = []*os.File{wr} // the child's descriptor 3
 	cmd.WaitDelay = time.Second     // a grandchild holding its stderr must not hold the parent
 
@@ -113,50 +120,50 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 		err error
 	}
 	got := make(chan decoded, 1)
-	go func() {
+	reported := make(chan struct{})
+	go func() { // ends at EOF, or when rd is closed on return
 		rep, err := readReport(rd, reportLimit)
+		if err == nil {
+			close(reported)
+		}
 		got <- decoded{rep, err}
 	}()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var reportErr error
-	var rep report
-	haveReport := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
+	var watch sync.WaitGroup
+	watch.Go(func() {
 		select {
-		case d := <-got:
-			rep, reportErr = d.rep, d.err
-			close(haveReport)
-			if d.err == nil {
-				t := time.NewTimer(reportExit)
-				defer t.Stop()
-				select {
-				case <-t.C:
-					stop()
-				case <-runCtx.Done():
-				}
+		case <-reported:
+			t := time.NewTimer(reportExit)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				stop()
+			case <-runCtx.Done():
 			}
 		case <-runCtx.Done():
 		}
-	}()
+	})
 	res, runErr := hangcheck.RunWith(runCtx, cmd, hangcheck.Limits{
 		Timeout: p.Deadline, Grace: preflightGrace, Reap: preflightReap, MaxOutput: preflightOutput,
 		Started: func() { wr.Close() },
 	})
 	wr.Close() // if it never started
 	stop()
-	<-watched
+	watch.Wait()
+	// The child is gone, so its end of the pipe is closed and the reader has
+	// the report or EOF, unless something the child left holds the pipe.
+	var d decoded
 	select {
-	case <-haveReport:
-		if reportErr == nil {
-			if rep.Error != nil {
-				return rep, fmt.Errorf("preflight child %d: %w", attempt, rep.Error.rebuild())
-			}
-			return rep, nil
+	case d = <-got:
+	case <-time.After(reportExit):
+		d.err = errors.New("no report: the pipe stayed open")
+	}
+	if d.err == nil {
+		if d.rep.Error != nil {
+			return d.rep, fmt.Errorf("preflight child %d: %w", attempt, d.rep.Error.rebuild())
 		}
-	default:
+		return d.rep, nil
 	}
 	if runErr != nil && ctx.Err() == nil && !errors.Is(runErr, context.Canceled) {
 		return report{}, fmt.Errorf("device: %s: preflight child %d: %w", reg.Name, attempt, runErr)

@@ -73,23 +73,50 @@ func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost
 	if d.closed {
 		return ErrClosed
 	}
-	n := (len(dst) + 3) &^ 3
-	if uint64(n) > maxOffset-d.state.Offset {
-		return fmt.Errorf("%w: drawing %d values from offset %d would pass torch's offset limit %d; reseed device %d",
-			ErrBadState, len(dst), d.state.Offset, uint64(maxOffset), ordinal)
-	}
-	out := dst
-	if n != len(dst) {
-		out = make([]uint32, n)
-	}
 	if onHost {
-		OrderingOf(g.rt).Fill(out, d.state.Seed, d.state.Offset)
-	} else if err := g.drawOnDevice(d, ordinal, out); err != nil {
+		return drawOnHost(OrderingOf(g.rt), &d.state, dst, fmt.Sprintf("device %d", ordinal))
+	}
+	out, n, err := blocks(d.state, dst, fmt.Sprintf("device %d", ordinal))
+	if err != nil {
+		return err
+	}
+	if err := g.drawOnDevice(d, ordinal, out); err != nil {
 		return err
 	}
 	if n != len(dst) {
 		copy(dst, out)
 	}
 	d.state.Offset += uint64(n)
+	return nil
+}
+
+// blocks returns where a draw of len(dst) values from s goes: dst itself, or
+// a buffer of whole blocks of 4 whose front is copied to dst, and that
+// buffer's length, by which the offset advances. A draw that would pass
+// torch's offset limit is refused, naming what to reseed.
+func blocks(s State, dst []uint32, what string) (out []uint32, n int, err error) {
+	n = (len(dst) + 3) &^ 3
+	if uint64(n) > maxOffset-s.Offset {
+		return nil, 0, fmt.Errorf("%w: drawing %d values from offset %d would pass torch's offset limit %d; reseed %s",
+			ErrBadState, len(dst), s.Offset, uint64(maxOffset), what)
+	}
+	if n == len(dst) {
+		return dst, n, nil
+	}
+	return make([]uint32, n), n, nil
+}
+
+// drawOnHost fills dst on the CPU from s in ordering o and advances s as a
+// device draw does; on error s is unchanged.
+func drawOnHost(o Ordering, s *State, dst []uint32, what string) error {
+	out, n, err := blocks(*s, dst, what)
+	if err != nil {
+		return err
+	}
+	o.Fill(out, s.Seed, s.Offset)
+	if n != len(dst) {
+		copy(dst, out)
+	}
+	s.Offset += uint64(n)
 	return nil
 }

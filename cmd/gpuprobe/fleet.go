@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 )
 
@@ -21,17 +22,21 @@ import (
 // labelPrefix is the prefix of every node label gpuprobe publishes.
 const labelPrefix = "gpuinit.io/"
 
-// verdict is the probe's one-word result for labels and metrics: ok, hang,
-// failed or unavailable. A run that fell back to sim is unavailable: no GPU
-// works on this node, whatever sim said.
+// verdict is the probe's one-word result for labels and metrics: ok; hang
+// (initialization or a scenario hung); the GPU runtime's failure class
+// (no-gpu, not-yet, needs-operator), whether or not sim was probed instead;
+// or failed (a scenario or the RNG check failed). A run that fell back to sim
+// says its class: sim says nothing about this node's GPUs.
 func (r report) verdict() string {
 	switch {
-	case r.Fallback != nil, r.ExitCode == exitUnavailable:
-		return "unavailable"
-	case r.ExitCode == exitOK:
-		return "ok"
 	case r.Error != nil && r.Error.Kind == string(hangcheck.Hang):
 		return string(hangcheck.Hang)
+	case r.Class != "" && (r.Fallback != nil || r.ExitCode != exitOK):
+		return r.Class
+	case r.Fallback != nil, r.ExitCode == exitUnavailable:
+		return device.NoGPUHere.String()
+	case r.ExitCode == exitOK:
+		return "ok"
 	}
 	for _, s := range r.Scenarios {
 		if s.Verdict == string(hangcheck.Hang) {
@@ -104,6 +109,18 @@ func promMetrics(r report, now time.Time) []byte {
 	fmt.Fprintf(&b, "gpuinit_devices{backend=%q} %d\n", r.Backend, len(r.Devices))
 	gauge("gpuinit_driver_version", "The driver's version (CUDA: 12040 for 12.4); 0 where unknown.")
 	fmt.Fprintf(&b, "gpuinit_driver_version{backend=%q} %d\n", r.Backend, r.DriverVersion)
+	gauge("gpuinit_init_failure", "The GPU runtime's initialization failed, by class (no-gpu, not-yet, needs-operator): 1 for the class it failed with.")
+	for _, c := range []device.Class{device.NoGPUHere, device.NotYet, device.NeedsOperator} {
+		v := 0
+		if r.Class == c.String() {
+			v = 1
+		}
+		fmt.Fprintf(&b, "gpuinit_init_failure{backend=%q,class=%q} %d\n", r.Backend, c, v)
+	}
+	if r.BringUp != nil {
+		gauge("gpuinit_preflight_attempts", "How many preflight children the bring-up ran.")
+		fmt.Fprintf(&b, "gpuinit_preflight_attempts{backend=%q} %d\n", r.Backend, r.BringUp.Attempts)
+	}
 	gauge("gpuinit_probe_timestamp_seconds", "When the probe ran, in seconds since the epoch.")
 	fmt.Fprintf(&b, "gpuinit_probe_timestamp_seconds %d\n", now.Unix())
 	return b.Bytes()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +71,7 @@ func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	require.Equal(t, exitOK, r.code)
 	features, err := os.ReadFile(nfd)
 	require.NoError(t, err)
-	assert.Equal(t, "unavailable", labels(t, features)["gpuinit.io/probe"], "sim says nothing about this node's GPUs")
+	assert.Equal(t, "no-gpu", labels(t, features)["gpuinit.io/probe"], "sim says nothing about this node's GPUs: the class of the GPU runtime's failure")
 }
 
 // TestIntervalFollowsTheVerdictAndStopsOnSIGTERM switches the rounds between a
@@ -112,11 +113,11 @@ func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
 	}
 	waitFor("ok")
 	require.NoError(t, os.WriteFile(hook, []byte("GPUINIT_SIM_FAIL=no-device\n"), 0o644))
-	waitFor("unavailable")
+	waitFor("no-gpu")
 	// The round writes the feature file, then the metrics: wait for both.
 	assert.Eventually(t, func() bool {
 		b, _ := os.ReadFile(prom)
-		return strings.Contains(string(b), `gpuinit_probe_success{backend="sim",verdict="unavailable"} 0`)
+		return strings.Contains(string(b), `gpuinit_probe_success{backend="sim",verdict="no-gpu"} 0`)
 	}, 10*time.Second, 10*time.Millisecond, "a failing round writes its failure")
 	require.NoError(t, os.WriteFile(hook, nil, 0o644))
 	waitFor("ok")
@@ -127,9 +128,9 @@ func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
 	// Stop it while a round runs, so that there are children to leave behind.
 	var kids []int
 	require.Eventually(t, func() bool {
-		kids = children(cmd.Process.Pid)
+		kids = childtest.Children(cmd.Process.Pid)
 		for _, k := range kids {
-			kids = append(kids, children(k)...)
+			kids = append(kids, childtest.Children(k)...)
 		}
 		return len(kids) > 0
 	}, 10*time.Second, time.Millisecond, "a round in progress")
@@ -143,6 +144,43 @@ func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatal("SIGTERM did not end the loop within one interval and a round")
 	}
 	for _, k := range kids {
-		assert.Eventually(t, func() bool { return !alive(k) }, 5*time.Second, 20*time.Millisecond, "round child %d left behind", k)
+		assert.Eventually(t, func() bool { return !childtest.Alive(k) }, 5*time.Second, 20*time.Millisecond, "round child %d left behind", k)
+	}
+}
+
+// TestTheLabelSaysTheFailuresClass: an operator's rule can tell a node with
+// no GPU from one whose GPU is coming up, one that needs them, and one whose
+// driver hangs in its init.
+func TestTheLabelSaysTheFailuresClass(t *testing.T) {
+	bin := buildProbe(t)
+	for _, tc := range []struct {
+		fail, label string
+	}{
+		{"no-device", "no-gpu"},
+		{"not-ready", "not-yet"},
+		{"driver-mismatch", "needs-operator"},
+		{"hang", "hang"},
+	} {
+		t.Run(tc.fail, func(t *testing.T) {
+			dir := t.TempDir()
+			nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
+			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=" + tc.fail}, "-backend", "sim", "-json", "-timeout", "1s",
+				"-nfd-file", nfd, "-prom-file", prom)
+			rep := decode(t, r)
+			features, err := os.ReadFile(nfd)
+			require.NoError(t, err)
+			assert.Equal(t, tc.label, labels(t, features)["gpuinit.io/probe"])
+			require.NotNil(t, rep.BringUp, "the report says how the bring-up went")
+			assert.Equal(t, 1, rep.BringUp.Attempts)
+			metrics, err := os.ReadFile(prom)
+			require.NoError(t, err)
+			class := map[string]string{"hang": "not-yet"}[tc.label]
+			if class == "" {
+				class = tc.label
+			}
+			assert.Equal(t, class, rep.Class)
+			assert.Contains(t, string(metrics), `gpuinit_init_failure{backend="sim",class="`+class+`"} 1`)
+			assert.Contains(t, string(metrics), `gpuinit_preflight_attempts{backend="sim"} 1`)
+		})
 	}
 }

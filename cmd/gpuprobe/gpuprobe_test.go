@@ -123,9 +123,19 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("init that hangs is reported as such", func(t *testing.T) {
-		r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "1s")
-		assert.Equal(t, exitFailed, r.code)
-		assert.Contains(t, r.stdout, "initialization did not finish within 1s")
+		for _, preflight := range []string{"true", "false"} {
+			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "1s", "-preflight="+preflight)
+			assert.Equal(t, exitFailed, r.code, "preflight %s:\n%s", preflight, r.stdout)
+			rep := decode(t, probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "1s", "-preflight="+preflight, "-json"))
+			require.NotNil(t, rep.Error)
+			assert.Equal(t, "hang", rep.Error.Kind)
+			if preflight == "true" {
+				assert.Contains(t, r.stdout, "hung: no answer within", "the child hung, not gpuprobe")
+				assert.Equal(t, "not-yet", rep.Class)
+			} else {
+				assert.Contains(t, r.stdout, "initialization did not finish within 1s")
+			}
+		}
 	})
 
 	t.Run("a timeout too short to start init is not called a hang", func(t *testing.T) {

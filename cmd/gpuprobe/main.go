@@ -51,6 +51,8 @@ type config struct {
 	nfdFile    string        // NFD feature file to write, or ""
 	promFile   string        // node_exporter textfile to write, or ""
 	interval   time.Duration // repeat every interval until SIGTERM; 0 runs once
+	preflight  bool          // bring the GPU up in a preflight child first
+	initWait   time.Duration // how long to wait for Init: timeout, and with the preflight its child's most
 }
 
 func main() {
@@ -102,6 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")
 	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
 	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files each round; 0 runs once")
+	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+device.EnvPreflight+" overrides)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()

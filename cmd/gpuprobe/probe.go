@@ -67,10 +67,23 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 // finished, when there is nothing to probe.
 func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *device.Runtime {
 	rt, err := device.Open(cfg.backend)
+	if err == nil && cfg.preflight {
+		// A driver that hangs or crashes in its init does so in a child,
+		// whose stacks name the call; not-yet is reported, not retried: the
+		// next round (or run) is the retry.
+		p := device.Preflight{Deadline: cfg.timeout, RetryFor: -1}
+		err = rt.UsePreflight(p)
+		cfg.initWait = cfg.timeout + p.MaxWait()
+	}
 	if err == nil {
 		fmt.Fprintf(progress, "gpuprobe: initializing %s (timeout %s)\n", cfg.backend, cfg.timeout)
 		var stop bool
-		if stop, err = initialize(ctx, cfg, rt, rep); stop {
+		stop, err = initialize(ctx, cfg, rt, rep)
+		if b := rt.BringUp(); b.Phase != device.PhaseNone {
+			rep.BringUp = health.BringUpOf(b)
+		}
+		rep.Class = device.ClassOf(err).String()
+		if stop {
 			return nil
 		}
 	}
@@ -80,7 +93,11 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 		return rt
 	}
 	if cfg.backend != "auto" {
-		rep.fail(exitUnavailable, health.ErrorOf(err))
+		exit := exitUnavailable
+		if errors.Is(err, device.ErrInitHung) {
+			exit = exitFailed // the driver's init hung: a failure, not a missing GPU
+		}
+		rep.fail(exit, health.ErrorOf(err))
 		return nil
 	}
 	rep.Fallback = &fallback{Reason: "no usable GPU backend", Backends: failures(progress, triedBy(err))}
@@ -108,10 +125,17 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 // when there is no result to go on: init hung, never started, or was
 // interrupted.
 func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report) (stop bool, err error) {
-	initCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
+	startCtx, cancelStart := context.WithTimeout(ctx, cfg.timeout)
+	defer cancelStart()
 	start := time.Now()
-	err = rt.Init(initCtx)
+	// Start under -timeout, so that a timeout too short to begin is said
+	// so; then wait for the end as long as a preflight child may take, so
+	// that a hung one's stacks arrive.
+	if err = rt.Start(startCtx); err == nil {
+		initCtx, cancel := context.WithTimeout(ctx, max(cfg.timeout, cfg.initWait))
+		defer cancel()
+		err = rt.Init(initCtx)
+	}
 	rep.InitMillis = millis(time.Since(start))
 	if v, err := rt.DriverVersion(); err == nil {
 		rep.DriverVersion = v

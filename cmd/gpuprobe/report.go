@@ -26,12 +26,17 @@ type report struct {
 	Devices        []deviceInfo      `json:"devices"`
 	Visibility     map[string]string `json:"visibility,omitempty"`
 	PassedOver     []backendFailure  `json:"passed_over,omitempty"` // GPU backends auto tried before its choice
-	Fallback       *fallback         `json:"fallback,omitempty"`
-	Scenarios      []scenarioResult  `json:"scenarios"`
-	RNG            *rngResult        `json:"rng,omitempty"`
-	Error          *errorInfo        `json:"error,omitempty"`
-	Interrupted    string            `json:"interrupted,omitempty"` // the signal, when one stopped the probe
-	ExitCode       int               `json:"exit_code"`
+	// Class is the GPU runtime's failure class (no-gpu, not-yet,
+	// needs-operator), where it failed; BringUp says how its preflight
+	// attempts went.
+	Class       string           `json:"class,omitempty"`
+	BringUp     *health.BringUp  `json:"bring_up,omitempty"`
+	Fallback    *fallback        `json:"fallback,omitempty"`
+	Scenarios   []scenarioResult `json:"scenarios"`
+	RNG         *rngResult       `json:"rng,omitempty"`
+	Error       *errorInfo       `json:"error,omitempty"`
+	Interrupted string           `json:"interrupted,omitempty"` // the signal, when one stopped the probe
+	ExitCode    int              `json:"exit_code"`
 }
 
 // The device and error shapes are device/health's, so that gpuprobe's report
@@ -127,6 +132,16 @@ func writeText(w io.Writer, r report) {
 	}
 	if r.RuntimeVersion != 0 {
 		fmt.Fprintf(w, "runtime     %d\n", r.RuntimeVersion)
+	}
+	if b := r.BringUp; b != nil && b.Preflight {
+		fmt.Fprintf(w, "preflight   %d child(ren)", b.Attempts)
+		if b.LastClass != "" {
+			fmt.Fprintf(w, ", the last failed: %s", b.LastClass)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Class != "" {
+		fmt.Fprintf(w, "class       %s\n", r.Class)
 	}
 	if r.Error != nil {
 		fmt.Fprintf(w, "error       %s\n", r.Error.Message)

@@ -6,47 +6,17 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// children lists the live processes whose parent is pid.
-func children(pid int) []int {
-	var kids []int
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, stat := range stats {
-		b, err := os.ReadFile(stat)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
-		rest := b[bytes.LastIndexByte(b, ')')+1:]
-		fields := strings.Fields(string(rest))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
-			kids = append(kids, child)
-		}
-	}
-	return kids
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	rest := b[bytes.LastIndexByte(b, ')')+1:]
-	return !strings.HasPrefix(strings.TrimSpace(string(rest)), "Z") // a zombie has exited
-}
 
 func TestInterruptionIsReportedAsSuchWithTheShellsStatus(t *testing.T) {
 	bin := buildProbe(t)
@@ -85,7 +55,7 @@ func TestHungChildrenDieWithTheirParent(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	var kids []int
 	require.Eventually(t, func() bool {
-		kids = children(cmd.Process.Pid)
+		kids = childtest.Children(cmd.Process.Pid)
 		return len(kids) >= 2
 	}, 20*time.Second, 20*time.Millisecond, "the scenario children start")
 	// No wait for them to reach the hang: under the legacy discipline every
@@ -95,7 +65,7 @@ func TestHungChildrenDieWithTheirParent(t *testing.T) {
 	_ = cmd.Wait()
 	assert.Eventually(t, func() bool {
 		for _, k := range kids {
-			if alive(k) {
+			if childtest.Alive(k) {
 				return false
 			}
 		}
@@ -125,7 +95,7 @@ func TestTinyTimeoutsExplainAMissingDump(t *testing.T) {
 	}
 
 	bin := buildProbe(t)
-	r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-scenario", "queued", "-timeout", "2ms")
+	r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-scenario", "queued", "-timeout", "2ms", "-preflight=false")
 	rep := decode(t, r)
 	require.NotEmpty(t, rep.Scenarios)
 	for _, s := range rep.Scenarios {

@@ -17,8 +17,12 @@ func TestVerdictNamesTheWorstOutcome(t *testing.T) {
 		want string
 	}{
 		{"every check passed", report{ExitCode: exitOK}, "ok"},
-		{"no GPU backend", report{ExitCode: exitUnavailable}, "unavailable"},
-		{"fell back to sim, though sim passed", report{ExitCode: exitOK, Fallback: &fallback{}}, "unavailable"},
+		{"no GPU backend", report{ExitCode: exitUnavailable, Class: "no-gpu"}, "no-gpu"},
+		{"no GPU backend, class unknown", report{ExitCode: exitUnavailable}, "no-gpu"},
+		{"fell back to sim, though sim passed", report{ExitCode: exitOK, Fallback: &fallback{}, Class: "no-gpu"}, "no-gpu"},
+		{"a GPU not ready yet", report{ExitCode: exitUnavailable, Class: "not-yet"}, "not-yet"},
+		{"a GPU that needs an operator", report{ExitCode: exitUnavailable, Class: "needs-operator"}, "needs-operator"},
+		{"init hung in its preflight child", report{ExitCode: exitFailed, Class: "not-yet", Error: &errorInfo{Kind: string(hangcheck.Hang)}}, "hang"},
 		{"init hung", report{ExitCode: exitFailed, Error: &errorInfo{Kind: string(hangcheck.Hang)}}, "hang"},
 		{"a scenario hung, another failed", report{ExitCode: exitFailed, Scenarios: []scenarioResult{failed, hung}}, "hang"},
 		{"a scenario failed", report{ExitCode: exitFailed, Scenarios: []scenarioResult{failed}}, "failed"},

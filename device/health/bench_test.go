@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -39,3 +40,28 @@ func benchmarkHandler(b *testing.B, handler func(*health.Health) http.Handler) {
 
 func BenchmarkReady(b *testing.B) { benchmarkHandler(b, (*health.Health).Ready) }
 func BenchmarkLive(b *testing.B)  { benchmarkHandler(b, (*health.Health).Live) }
+
+// The probes while a preflight child runs or its retry waits: the phase the
+// Runtime is in for as long as a driver is not ready yet.
+func benchmarkWaiting(b *testing.B, check func(*health.Health) func() (bool, string)) {
+	rt := waitingRuntime(b)
+	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer h.Close()
+	h.Readiness() // starts init
+	for rt.BringUp().Attempts == 0 {
+		runtime.Gosched()
+	}
+	c := check(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		c()
+	}
+}
+
+func BenchmarkReadinessWhileAPreflightWaits(b *testing.B) {
+	benchmarkWaiting(b, func(h *health.Health) func() (bool, string) { return h.Readiness })
+}
+
+func BenchmarkLivenessWhileAPreflightWaits(b *testing.B) {
+	benchmarkWaiting(b, func(h *health.Health) func() (bool, string) { return h.Liveness })
+}

@@ -6,27 +6,37 @@
 // Readiness never blocks on initialization: it reads the Runtime's state and
 // answers 200 when the Runtime is Ready and no device it serves is lost, else
 // 503 with the reason (503 is what KServe answers for "not ready"). By default
-// the first readiness probe starts Init in the background, once, since an
-// orchestrator sends no traffic to a pod that is not ready, so a purely lazy
-// pod would never become ready; WithoutAutoInit turns that off.
+// the first readiness probe starts the initialization in the background,
+// since an orchestrator sends no traffic to a pod that is not ready, so a
+// purely lazy pod would never become ready; WithoutAutoInit turns that off.
+// A server that can serve on the CPU says so with WithCPUFallback: once
+// initialization has failed, readiness is 200 and the status says degraded.
 //
-// Liveness never calls into the Runtime's initialization or its backend. It
-// answers 503, so that the orchestrator restarts the process, when the
-// initialization failed (failures are final), when it has run past its
-// deadline (WithInitDeadline, default DefaultInitDeadline), or, with
-// WithRestartOnDeviceLoss, when a device was lost after init. Pair it with a
+// Liveness fails only where a restart of this process can help, by the
+// failure's class (device.ClassOf): when the part of the initialization that
+// runs in this process (the driver's init, then the queued work) has run past
+// its deadline (WithInitDeadline, default DefaultInitDeadline: the process is
+// wedged); when the initialization failed for a reason that was expected to
+// clear (not-yet: a fresh process may succeed); or, with
+// WithRestartOnDeviceLoss, when a device was lost after init. A failure of
+// class no-gpu or needs-operator leaves it 200: a restart cannot help, and a
+// Kubernetes pod must not crash-loop for it; readiness, the status and
+// gpuprobe's metrics carry the class, so that an alert can fire. Preflight
+// children and the waits between their retries never fail liveness: they run
+// in other processes, under their own deadlines. Pair liveness with a
 // Kubernetes startupProbe on the readiness path whose failureThreshold ×
-// periodSeconds exceeds the deadline, so that a slow cuInit is not killed
-// early (see the README's example).
+// periodSeconds exceeds the deadline (see the README's example).
 //
-// A Health is safe for concurrent use. It logs, through log/slog, the state
-// changes it observes. It holds no global state; Close releases the background
-// initialization's waiter.
+// Both probes are allocation-free on every path but a failure's first
+// answer, and never call the backend. A Health is safe for concurrent use. It
+// logs, through log/slog, the state changes it observes. It holds no global
+// state; Close releases the background initialization's waiter.
 package health
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -56,14 +66,21 @@ type Option func(*Health)
 // Runtime initializes only when the server first uses it.
 func WithoutAutoInit() Option { return func(h *Health) { h.autoInit = false } }
 
-// WithInitDeadline sets how long initialization may run before liveness
-// fails; zero or less never fails it for time.
+// WithInitDeadline sets how long the in-process part of the initialization
+// (the driver's init in this process, then the queued work) may run before
+// liveness fails; zero or less never fails it for time.
 func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadline = d } }
 
 // WithRestartOnDeviceLoss makes liveness fail once a device is lost, so that
 // the orchestrator restarts the process (a sticky error leaves the device
 // unusable until then).
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
+
+// WithCPUFallback says that the server serves without a GPU when it has none:
+// once the initialization has failed, whatever the class, readiness is 200
+// and the status says degraded, with the reason. Liveness is unchanged: a
+// not-yet failure still fails it, since a fresh process may get the GPU.
+func WithCPUFallback() Option { return func(h *Health) { h.cpuFallback = true } }
 
 // WithLogger sets the logger for the state changes Health observes; the
 // default is slog.Default() at the time of logging.
@@ -75,6 +92,7 @@ type Health struct {
 	autoInit      bool
 	deadline      time.Duration
 	restartOnLoss bool
+	cpuFallback   bool
 	logger        *slog.Logger
 
 	ctx    context.Context // cancelled by Close: the background Init stops waiting
@@ -88,6 +106,22 @@ type Health struct {
 	observed atomic.Int32             // the last lazy.State logged
 	lost     atomic.Int32             // how many lost devices were logged
 	snap     atomic.Pointer[snapshot] // read once, when initialization finished
+	failed   atomic.Pointer[verdict]  // made once, when a probe first sees the failure
+	lossSeen atomic.Pointer[losses]   // remade when the number of lost devices changes
+}
+
+// verdict is what the probes answer about a failed initialization: its class
+// and their reasons, made once.
+type verdict struct {
+	class             device.Class
+	live              bool
+	liveWhy, readyWhy string
+}
+
+// losses is the reason readiness gives for count lost devices.
+type losses struct {
+	count  int
+	reason string
 }
 
 // snapshot is what Health reads of the Runtime once it has finished
@@ -146,17 +180,35 @@ func (h *Health) Ready() http.Handler { return probeHandler(h.Readiness, readyBo
 func (h *Health) Live() http.Handler { return probeHandler(h.Liveness, okBody) }
 
 // probeHandler answers 200 with body when check passes, else 503 with its
-// reason as text.
+// reason as text. It allocates nothing: the header values are shared, never
+// changed.
 func probeHandler(check func() (bool, string), body []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if ok, reason := check(); !ok {
-			http.Error(w, reason, http.StatusServiceUnavailable)
+		ok, reason := check()
+		if ok {
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(body)
 			return
 		}
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
+		h := w.Header()
+		h["Content-Type"], h["X-Content-Type-Options"] = textPlain, noSniff
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, reason)
+		_, _ = w.Write(newline)
 	})
 }
+
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}
+	noSniff   = []string{"nosniff"}
+	newline   = []byte("\n")
+)
+
+// The reasons that never change.
+const (
+	startedReason    = "initializing: a probe started it"
+	notStartedReason = "not initialized: nothing has used the GPU yet, and probes do not start it"
+)
 
 // Readiness reports whether the Runtime can serve now, and if not, why. With
 // auto-init (the default) the first call starts Init in the background. It
@@ -169,48 +221,84 @@ func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
 		if !h.rt.AnyLost() {
 			return true, ""
 		}
-		return false, lostReason(h.rt.Lost())
+		return false, h.lostReason()
 	case lazy.Uninitialized:
 		if h.autoInit && h.startInit() {
-			return false, "initializing: a probe started it"
+			return false, startedReason
 		}
-		return false, "not initialized: nothing has used the GPU yet, and probes do not start it"
+		return false, notStartedReason
 	case lazy.Initializing:
-		return false, h.initializingReason()
+		if b := h.rt.BringUp(); b.Summary != "" {
+			return false, b.Summary
+		}
+		return false, startedReason
 	}
-	return false, "initialization failed: " + h.rt.Err().Error()
+	v := h.verdict()
+	return h.cpuFallback, v.readyWhy
 }
 
 // Liveness reports whether the process can still become or stay useful, and
-// if not, why. It reads the Runtime's state only.
+// if not, why: whether a restart of it can help. It reads the Runtime's state
+// only.
 func (h *Health) Liveness() (live bool, reason string) { return h.liveness(h.observe(false)) }
 
 func (h *Health) liveness(state lazy.State) (live bool, reason string) {
 	switch state {
 	case lazy.Failed:
-		return false, "initialization failed, for good: only a restart helps: " + h.rt.Err().Error()
+		v := h.verdict()
+		return v.live, v.liveWhy
 	case lazy.Initializing:
-		if h.deadline > 0 {
-			if started, _ := h.rt.InitTimes(); !started.IsZero() && time.Since(started) > h.deadline {
-				return false, fmt.Sprintf("initialization has run for %s, past its deadline of %s: %s",
-					time.Since(started).Round(time.Millisecond), h.deadline, h.initializingReason())
-			}
+		if b := h.rt.BringUp(); h.deadline > 0 && !b.InProcess.IsZero() && time.Since(b.InProcess) > h.deadline {
+			return false, fmt.Sprintf("the in-process initialization has run for %s, past its deadline of %s: the process is wedged; %s",
+				time.Since(b.InProcess).Round(time.Millisecond), h.deadline, h.runningReason())
 		}
 	case lazy.Ready:
 		if h.restartOnLoss && h.rt.AnyLost() {
-			return false, "restart on device loss: " + lostReason(h.rt.Lost())
+			return false, "restart on device loss: " + h.lostReason()
 		}
 	}
 	return true, ""
 }
 
-func (h *Health) initializingReason() string {
-	started, _ := h.rt.InitTimes()
-	s := fmt.Sprintf("initializing for %s", time.Since(started).Round(time.Millisecond))
-	if what, since, ok := h.rt.Running(); ok {
-		s += fmt.Sprintf(": running %s for %s", what, time.Since(since).Round(time.Millisecond))
+// verdict returns the probes' answers about the failed initialization, made
+// at the first call.
+func (h *Health) verdict() *verdict {
+	if v := h.failed.Load(); v != nil {
+		return v
+	}
+	err := h.rt.Err()
+	class := device.ClassOf(err)
+	v := &verdict{class: class, live: class != device.NotYet}
+	v.readyWhy = fmt.Sprintf("initialization failed (%s: %s): %v", class, class.Describe(), err)
+	if h.cpuFallback {
+		v.readyWhy = "degraded: serving without a GPU: " + v.readyWhy
+	}
+	if !v.live {
+		v.liveWhy = "initialization failed for a reason expected to clear (not-yet): a restart may succeed: " + err.Error()
+	}
+	h.failed.CompareAndSwap(nil, v)
+	return h.failed.Load()
+}
+
+// runningReason says what the initialization runs now.
+func (h *Health) runningReason() string {
+	s := h.rt.BringUp().Summary
+	if what, since, ok := h.rt.Running(); ok && what != "init" {
+		s += fmt.Sprintf("; running %s for %s", what, time.Since(since).Round(time.Millisecond))
 	}
 	return s
+}
+
+// lostReason is readiness's reason for the lost devices, remade only when
+// their number changes.
+func (h *Health) lostReason() string {
+	n := h.rt.LostCount()
+	if l := h.lossSeen.Load(); l != nil && l.count == n {
+		return l.reason
+	}
+	l := &losses{count: n, reason: lostReason(h.rt.Lost())}
+	h.lossSeen.Store(l)
+	return l.reason
 }
 
 func lostReason(lost []device.LostDevice) string {

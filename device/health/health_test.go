@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,29 +113,65 @@ func TestLiveNeverTouchesTheRuntimeOrBackend(t *testing.T) {
 	assert.False(t, rt.IsInitialized(), "liveness never initializes")
 }
 
-func TestFailedInitIsFinalForReadinessAndLiveness(t *testing.T) {
-	rt := device.New(sim.New(sim.WithFailure(sim.NoDevice)))
-	site := "health_test.go"
-	require.NoError(t, rt.LazyCall(context.Background(), func(context.Context) error { return nil }))
-	var logs bytes.Buffer
-	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	defer h.Close()
-	_ = rt.Init(context.Background())
-	for _, hh := range []http.Handler{h.Ready(), h.Live()} {
-		code, body := probe(t, hh)
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, body, "CUDA_ERROR_NO_DEVICE")
+// TestHealthDecidesByTheFailuresClass: liveness fails only where a restart of
+// the process can help (not-yet); readiness fails for every class, unless the
+// server serves without a GPU, when it is 200 and the status says degraded.
+func TestHealthDecidesByTheFailuresClass(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		failure    sim.Failure
+		fallback   bool
+		class      string
+		driverName string
+		ready      bool
+		live       bool
+	}{
+		{"no device: no GPU here", sim.NoDevice, false, "no-gpu", "CUDA_ERROR_NO_DEVICE", false, true},
+		{"no driver: no GPU here", sim.NoDriver, false, "no-gpu", "", false, true},
+		{"803: needs an operator", sim.DriverMismatch, false, "needs-operator", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", false, true},
+		{"999: needs an operator", sim.Unknown, false, "needs-operator", "CUDA_ERROR_UNKNOWN", false, true},
+		{"802 in-process: not yet, a restart may help", sim.NotReady, false, "not-yet", "CUDA_ERROR_SYSTEM_NOT_READY", false, false},
+		{"no device, serving on the CPU", sim.NoDevice, true, "no-gpu", "CUDA_ERROR_NO_DEVICE", true, true},
+		{"802, serving on the CPU meanwhile", sim.NotReady, true, "not-yet", "CUDA_ERROR_SYSTEM_NOT_READY", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := device.New(sim.New(sim.WithFailure(tc.failure)))
+			require.NoError(t, rt.LazyCall(context.Background(), func(context.Context) error { return nil }))
+			var logs bytes.Buffer
+			opts := []health.Option{health.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+			if tc.fallback {
+				opts = append(opts, health.WithCPUFallback())
+			}
+			h := health.New(rt, opts...)
+			defer h.Close()
+			_ = rt.Init(context.Background())
+			code, body := probe(t, h.Ready())
+			assert.Equal(t, map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[tc.ready], code, body)
+			if !tc.ready {
+				assert.Contains(t, body, "("+tc.class+":", "readiness names the class")
+				assert.Contains(t, body, tc.driverName)
+			}
+			code, body = probe(t, h.Live())
+			assert.Equal(t, map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[tc.live], code, body)
+			if !tc.live {
+				assert.Contains(t, body, "a restart may succeed")
+			}
+			s := status(t, h)
+			assert.Equal(t, "failed", s.State)
+			assert.Equal(t, tc.class, s.Class)
+			assert.Equal(t, tc.fallback, s.Degraded)
+			assert.Equal(t, tc.ready, s.Ready)
+			assert.Equal(t, tc.live, s.Live)
+			require.NotNil(t, s.Failure)
+			assert.Equal(t, tc.class, s.Failure.Class)
+			assert.Equal(t, tc.driverName, s.Failure.Name)
+			assert.NotEmpty(t, s.Failure.Hint)
+			require.Len(t, s.Failure.NotRun, 1)
+			assert.Contains(t, s.Failure.NotRun[0], "health_test.go")
+			assert.Contains(t, logs.String(), "initialization failed")
+			assert.Contains(t, logs.String(), "class="+tc.class)
+		})
 	}
-	s := status(t, h)
-	assert.Equal(t, "failed", s.State)
-	require.NotNil(t, s.Failure)
-	assert.Equal(t, 100, s.Failure.Code)
-	assert.Equal(t, "CUDA_ERROR_NO_DEVICE", s.Failure.Name)
-	assert.Equal(t, "no-device", s.Failure.Kind)
-	assert.Contains(t, s.Failure.Hint, "CUDA_VISIBLE_DEVICES")
-	require.Len(t, s.Failure.NotRun, 1)
-	assert.Contains(t, s.Failure.NotRun[0], site)
-	assert.Contains(t, logs.String(), "initialization failed")
 }
 
 func TestHangingInitFailsLivenessAfterTheDeadline(t *testing.T) {
@@ -147,7 +185,7 @@ func TestHangingInitFailsLivenessAfterTheDeadline(t *testing.T) {
 	require.Eventually(t, func() bool { code, _ := probe(t, h.Live()); return code == http.StatusServiceUnavailable },
 		10*time.Second, 10*time.Millisecond)
 	_, body := probe(t, h.Live())
-	assert.Contains(t, body, "past its deadline of 150ms")
+	assert.Contains(t, body, "past its deadline of 150ms: the process is wedged")
 	s := status(t, h)
 	assert.Equal(t, "initializing", s.State)
 	assert.Equal(t, "init", s.Init.Running, "status says which phase hangs")
@@ -323,4 +361,70 @@ func TestLiveAndReadyAllocateNothingOnAReadyRuntime(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { h.Liveness() }), "live, with a device lost")
 	h.Readiness()
 	assert.Equal(t, 1, strings.Count(logs.String(), "gpuinit: device lost"), "the loss is logged once:\n%s", logs.String())
+}
+
+// waitingRuntime returns a Runtime whose preflight children (this test
+// binary, from TestMain) keep answering 802, so that its initialization
+// stays in preflight and waiting phases for RetryFor.
+func waitingRuntime(t testing.TB) *device.Runtime {
+	t.Helper()
+	rt := device.New(sim.New())
+	if err := rt.UsePreflight(device.Preflight{Backoff: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		RetryFor: time.Minute, Command: []string{os.Args[0], "-test.run=^$"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(device.EnvPreflight, "")
+	t.Setenv(sim.EnvFail, string(sim.NotReady))
+	return rt
+}
+
+// TestPreflightChildrenNeverFailLiveness: children and the waits between
+// their retries run in other processes, under their own deadlines, so
+// liveness stays 200 however long they take, while readiness says where the
+// bring-up stands.
+func TestPreflightChildrenNeverFailLiveness(t *testing.T) {
+	rt := waitingRuntime(t)
+	h := health.New(rt, health.WithInitDeadline(10*time.Millisecond))
+	defer h.Close()
+	probe(t, h.Ready()) // starts init
+	require.Eventually(t, func() bool { return rt.BringUp().Attempts >= 3 }, 20*time.Second, 5*time.Millisecond)
+	started, _ := rt.InitTimes()
+	require.Greater(t, time.Since(started), 10*time.Millisecond, "past the init deadline")
+	code, body := probe(t, h.Live())
+	assert.Equal(t, http.StatusOK, code, body)
+	code, body = probe(t, h.Ready())
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "initializing: ")
+	assert.Contains(t, body, "not-yet")
+	s := status(t, h)
+	require.NotNil(t, s.BringUp)
+	assert.True(t, s.BringUp.Preflight)
+	assert.GreaterOrEqual(t, s.BringUp.Attempts, 3)
+	assert.Equal(t, "not-yet", s.BringUp.LastClass)
+	require.NotNil(t, s.BringUp.LastError)
+	assert.Equal(t, "CUDA_ERROR_SYSTEM_NOT_READY", s.BringUp.LastError.Name)
+	assert.Nil(t, s.BringUp.InProcess, "nothing of the driver ran in this process")
+}
+
+func TestProbesAllocateNothingWhileAPreflightRunsOrWaits(t *testing.T) {
+	rt := waitingRuntime(t)
+	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer h.Close()
+	probe(t, h.Ready())
+	require.Eventually(t, func() bool { return rt.BringUp().Attempts >= 1 }, 20*time.Second, time.Millisecond)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	for name, hh := range map[string]http.Handler{"live": h.Live(), "ready": h.Ready()} {
+		hh.ServeHTTP(rec, req)
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { rec.Body.Reset(); hh.ServeHTTP(rec, req) }), name)
+	}
+	for name, check := range map[string]func() (bool, string){"Liveness": h.Liveness, "Readiness": h.Readiness} {
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { check() }), name)
+	}
+}
+
+// This test binary is also the preflight children of waitingRuntime.
+func TestMain(m *testing.M) {
+	device.ServePreflight()
+	os.Exit(m.Run())
 }

@@ -45,8 +45,10 @@ func DeviceOf(d device.Info) Device {
 type Error struct {
 	Message string `json:"message"`
 	// Kind is no-device, no-driver, driver-mismatch, not-compiled,
-	// device-lost, hang or interrupted; empty for other failures.
+	// device-lost, hang or interrupted; empty for other failures. Class
+	// is device.ClassOf's name for an initialization failure.
 	Kind   string   `json:"kind,omitempty"`
+	Class  string   `json:"class,omitempty"`
 	Op     string   `json:"op,omitempty"`
 	Code   int      `json:"code,omitempty"`
 	Name   string   `json:"name,omitempty"`
@@ -62,12 +64,13 @@ func ErrorOf(err error) *Error {
 	if errors.As(err, &de) {
 		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
 	}
+	out.Class = device.ClassOf(err).String()
 	// The first sentinel that matches, most specific first.
 	for _, k := range []struct {
 		sentinel error
 		kind     string
 	}{
-		{device.ErrDeviceLost, "device-lost"}, {device.ErrNotCompiled, "not-compiled"},
+		{device.ErrDeviceLost, "device-lost"}, {device.ErrInitHung, "hang"}, {device.ErrNotCompiled, "not-compiled"},
 		{device.ErrDriverNotFound, "no-driver"}, {device.ErrDriverMismatch, "driver-mismatch"},
 		{device.ErrNoDevice, "no-device"},
 	} {
@@ -104,10 +107,30 @@ type Status struct {
 	Visibility     map[string]string `json:"visibility,omitempty"`
 	Init           InitTimes         `json:"init"`
 	Failure        *Error            `json:"failure,omitempty"`
+	// Class is the failure's class: no-gpu, not-yet or needs-operator
+	// (device.ClassOf). Degraded reports a server that serves without a GPU
+	// (WithCPUFallback) because of it.
+	Class    string   `json:"class,omitempty"`
+	Degraded bool     `json:"degraded,omitempty"`
+	BringUp  *BringUp `json:"bring_up,omitempty"`
 	// ReadAt is when the versions and devices above were read: once, when
 	// initialization finished, never by a probe. AgeSeconds is how long ago.
 	ReadAt     *time.Time `json:"read_at,omitempty"`
 	AgeSeconds float64    `json:"age_seconds,omitempty"`
+}
+
+// BringUp is device.BringUp as JSON: what the initialization does now, and how
+// its preflight attempts went.
+type BringUp struct {
+	Phase       string     `json:"phase"` // preflight, waiting, driver, queued or done
+	Since       *time.Time `json:"since,omitempty"`
+	Backend     string     `json:"backend,omitempty"`
+	Preflight   bool       `json:"preflight"`
+	Attempts    int        `json:"attempts"`
+	LastError   *Error     `json:"last_error,omitempty"`
+	LastClass   string     `json:"last_class,omitempty"`
+	NextAttempt *time.Time `json:"next_attempt,omitempty"`
+	InProcess   *time.Time `json:"in_process,omitempty"` // when the in-process part began
 }
 
 // Lost is a lost device as JSON.

@@ -42,8 +42,18 @@ func (h *Health) logChange(state lazy.State) {
 	case lazy.Ready:
 		log.Info("gpuinit: ready", "backend", h.rt.Name(), "init", finished.Sub(started))
 	case lazy.Failed:
-		log.Error("gpuinit: initialization failed; liveness fails so that the process is restarted",
-			"backend", h.rt.Name(), "init", finished.Sub(started), "err", h.rt.Err())
+		v := h.verdict()
+		switch {
+		case !v.live:
+			log.Error("gpuinit: initialization failed, not yet ready; liveness fails so that the process is restarted",
+				"backend", h.rt.Name(), "class", v.class.String(), "init", finished.Sub(started), "err", h.rt.Err())
+		case h.cpuFallback:
+			log.Warn("gpuinit: initialization failed; serving without a GPU (degraded)",
+				"backend", h.rt.Name(), "class", v.class.String(), "init", finished.Sub(started), "err", h.rt.Err())
+		default:
+			log.Error("gpuinit: initialization failed; readiness fails, liveness does not: a restart cannot help",
+				"backend", h.rt.Name(), "class", v.class.String(), "init", finished.Sub(started), "err", h.rt.Err())
+		}
 	}
 }
 

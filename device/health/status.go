@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/gpuinit/gpuinit/device"
 )
 
 // Status serves the Runtime's status as JSON (StatusSchema): state,
@@ -64,6 +66,35 @@ func (h *Health) Snapshot() Status {
 	}
 	if err := h.rt.Err(); err != nil {
 		s.Failure = ErrorOf(err)
+		s.Class = device.ClassOf(err).String()
+		s.Degraded = h.cpuFallback
+		if h.cpuFallback && ready {
+			s.Reason = readyReason
+		}
+	}
+	if b := h.rt.BringUp(); b.Phase != device.PhaseNone {
+		s.BringUp = BringUpOf(b)
 	}
 	return s
+}
+
+// BringUpOf is b as JSON, in the layout gpuprobe's report shares.
+func BringUpOf(b device.BringUp) *BringUp {
+	out := &BringUp{Phase: string(b.Phase), Backend: b.Backend, Preflight: b.Preflight, Attempts: b.Attempts}
+	if !b.Since.IsZero() {
+		since := b.Since
+		out.Since = &since
+	}
+	if !b.InProcess.IsZero() {
+		in := b.InProcess
+		out.InProcess = &in
+	}
+	if !b.Next.IsZero() {
+		next := b.Next
+		out.NextAttempt = &next
+	}
+	if b.LastErr != nil {
+		out.LastError, out.LastClass = ErrorOf(b.LastErr), b.LastClass.String()
+	}
+	return out
 }

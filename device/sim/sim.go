@@ -146,7 +146,6 @@ type Backend struct {
 	failure Failure
 
 	initialized atomic.Bool
-	hang        chan struct{} // never closed: what a hung driver call waits on
 
 	mu   sync.Mutex  // protects following fields
 	lost map[int]int // ordinal -> the sticky CUresult its calls now fail with
@@ -155,7 +154,7 @@ type Backend struct {
 // New returns a simulated backend: 2 devices that succeed at once, unless
 // options say otherwise.
 func New(opts ...Option) *Backend {
-	b := &Backend{devices: 2, hang: make(chan struct{})}
+	b := &Backend{devices: 2}
 	for _, o := range opts {
 		o(b)
 	}
@@ -184,7 +183,12 @@ func (b *Backend) Init(ctx context.Context) error {
 	case Panic:
 		panic("sim: simulated driver panic in Init")
 	case Hang:
-		<-b.hang
+		// As a driver call in C would: blocked for ever, and never seen by
+		// the Go runtime as a deadlock (a timer stays pending), so that a
+		// preflight child that hangs here hangs rather than crashing.
+		for {
+			time.Sleep(time.Hour)
+		}
 	case NoFailure:
 		if b.devices == 0 {
 			return driverError("cuInit", 100)

@@ -10,6 +10,13 @@
 //	curl localhost:8080/v1/draw?n=4            # {"device":0,"seed":42,"offset":0,"source":"device",...}
 //	curl localhost:8080/gpuinit/status
 //
+// Before the driver's init runs in the server's process, a preflight child
+// (this binary again, which serves it through device/backends) runs it
+// first, so that a driver that hangs or crashes in its init takes the child
+// down, not the server; a GPU that is not ready yet is retried. Where there
+// is no usable GPU (a CPU-only host, a CGO_ENABLED=0 build) the server stays
+// live and serves its draws on the CPU, saying so in /gpuinit/status.
+//
 // It shuts down gracefully on SIGTERM or SIGINT, even while initialization
 // hangs: the driver's call goes on, but nothing waits for it.
 package main
@@ -44,7 +51,8 @@ func run(args []string) error {
 	addr := fs.String("addr", "localhost:8080", "address to listen on")
 	backend := fs.String("backend", "", "backend: cuda, hip, sim or auto (default: $GPUINIT_BACKEND, else auto)")
 	seed := fs.Uint64("seed", 42, "seed queued for every device before initialization")
-	deadline := fs.Duration("init-deadline", health.DefaultInitDeadline, "how long initialization may run before liveness fails")
+	deadline := fs.Duration("init-deadline", health.DefaultInitDeadline, "how long the in-process initialization may run before liveness fails")
+	preflight := fs.Duration("preflight", device.DefaultPreflightDeadline, "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +60,11 @@ func run(args []string) error {
 	rt, err := device.Open(*backend)
 	if err != nil {
 		return err
+	}
+	if *preflight > 0 {
+		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight}); err != nil {
+			return err
+		}
 	}
 	srv, err := newServer(rt, *seed, logger, health.WithInitDeadline(*deadline))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { childtest.Main(m) }
 
 // startServer builds and starts the example on a free port with env, and
 // returns its base URL and the process.
-func startServer(t *testing.T, env []string, args ...string) (string, *exec.Cmd) {
+func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(childtest.Binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -46,7 +47,7 @@ func startServer(t *testing.T, env []string, args ...string) (string, *exec.Cmd)
 	return "", nil
 }
 
-func get(t *testing.T, url string) (int, string) {
+func get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)
@@ -55,8 +56,11 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
-	url, cmd := startServer(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms")
+// TestAHangingInitWithoutThePreflightFailsLiveness: with the preflight off,
+// the driver's init hangs in the server's own process, which is then wedged:
+// liveness fails once the init deadline passes, and SIGTERM still ends it.
+func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
+	url, cmd := startServer(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms", "-preflight", "0")
 	for range 5 {
 		start := time.Now()
 		code, body := get(t, url+health.ReadyPath)
@@ -108,19 +112,48 @@ func TestHangingInitReadinessLivenessStatusAndSIGTERM(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, <-drawDone, "the waiting draw was answered, not cut off")
 }
 
-func TestNoDeviceReadinessAndLivenessFailWithTheDriversWords(t *testing.T) {
-	url, _ := startServer(t, []string{"GPUINIT_SIM_FAIL=no-device"}, "-backend", "sim")
+// TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU: the real
+// backends find no driver library (named, so that the host's own libraries
+// do not matter), in a preflight child; the failure is no-gpu, so liveness
+// stays 200 past the init deadline, readiness is 200 with the server
+// degraded, and draws come from the CPU.
+func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
+	url, cmd := startServer(t, []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so"},
+		"-init-deadline", "100ms")
 	get(t, url+health.ReadyPath) // the first readiness probe starts init
-	require.Eventually(t, func() bool { code, _ := get(t, url+health.LivePath); return code == http.StatusServiceUnavailable },
-		10*time.Second, 10*time.Millisecond)
-	code, body := get(t, url+health.ReadyPath)
-	assert.Equal(t, http.StatusServiceUnavailable, code)
-	assert.Contains(t, body, "CUDA_ERROR_NO_DEVICE")
-	_, body = get(t, url+health.StatusPath)
-	var st health.Status
-	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	st := waitForState(t, url, "failed")
+	assert.Equal(t, "no-gpu", st.Class)
+	assert.True(t, st.Degraded)
+	assert.True(t, st.Ready, "ready: serving without a GPU")
+	assert.True(t, st.Live)
+	assert.Contains(t, st.Reason, "degraded: serving without a GPU")
+	require.NotNil(t, st.BringUp)
+	assert.Equal(t, 2, st.BringUp.Attempts, "a preflight child for cuda, then one for hip")
 	require.NotNil(t, st.Failure)
-	assert.Equal(t, 100, st.Failure.Code)
-	assert.Equal(t, "CUDA_ERROR_NO_DEVICE", st.Failure.Name)
-	assert.NotEmpty(t, st.Failure.Hint)
+	assert.Equal(t, "no-driver", st.Failure.Kind)
+	for _, path := range []string{health.LivePath, health.ReadyPath} {
+		code, body := get(t, url+path)
+		assert.Equal(t, http.StatusOK, code, "%s: %s", path, body)
+	}
+	code, body := get(t, url+"/v1/draw?n=4")
+	require.Equal(t, http.StatusOK, code, body)
+	var d drawResult
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	assert.Equal(t, "cpu", d.Source)
+	want := make([]uint32, 4)
+	philox.FillCURAND(want, 42, 0)
+	assert.Equal(t, want, d.Values, "device 0's stream, seeded as the flag says")
+	assert.Empty(t, childtest.Children(cmd.Process.Pid), "no preflight child left")
+}
+
+// waitForState polls the status until its state is want, and returns it.
+func waitForState(t *testing.T, url, want string) health.Status {
+	t.Helper()
+	var st health.Status
+	require.Eventually(t, func() bool {
+		_, body := get(t, url+health.StatusPath)
+		require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+		return st.State == want
+	}, 20*time.Second, 10*time.Millisecond, "state %s", want)
+	return st
 }

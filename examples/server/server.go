@@ -18,10 +18,12 @@ import (
 // maxDraw bounds one request's count.
 const maxDraw = 1 << 16
 
-// server is the example's GPU side: the runtime, its generators and health.
+// server is the example's GPU side: the runtime, its generators and health,
+// and the generator it draws from on the CPU when there is no usable GPU.
 type server struct {
 	rt     *device.Runtime
 	gens   *rng.Generators
+	cpu    *rng.Host // device 0's stream, on the CPU
 	health *health.Health
 	log    *slog.Logger
 
@@ -29,13 +31,15 @@ type server struct {
 }
 
 // newServer queues the seed for every device (nothing initializes yet) and
-// sets up health over rt.
+// sets up health over rt, saying that the server serves on the CPU where it
+// has no GPU.
 func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...health.Option) (*server, error) {
-	s := &server{rt: rt, gens: rng.New(rt), log: logger}
+	s := &server{rt: rt, gens: rng.New(rt), cpu: rng.NewHost(rng.CURAND, seed), log: logger}
 	if err := s.gens.ManualSeedAll(context.Background(), seed); err != nil {
 		return nil, err
 	}
-	s.health = health.New(rt, append([]health.Option{health.WithLogger(logger)}, opts...)...)
+	opts = append([]health.Option{health.WithLogger(logger), health.WithCPUFallback()}, opts...)
+	s.health = health.New(rt, opts...)
 	return s, nil
 }
 
@@ -112,7 +116,11 @@ func drawParams(r *http.Request) (ordinal, n int, err error) {
 func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
 	// Wait for the GPU before taking the lock, so that a draw waits for a
 	// slow init no longer than its own request, not behind another's.
-	if err := s.rt.Init(ctx); err != nil {
+	err := s.rt.Init(ctx)
+	if device.NoUsableGPU(err) {
+		return s.drawOnCPU(ordinal, n)
+	}
+	if err != nil {
 		return drawResult{}, err
 	}
 	s.drawMu.Lock()
@@ -130,4 +138,16 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 	// as a device draw would.
 	res.Source = "cpu"
 	return res, s.gens.GenerateOnHost(ctx, ordinal, res.Values)
+}
+
+// drawOnCPU serves a draw where the process has no usable GPU: device 0's
+// stream, the one its seed set, on the CPU.
+func (s *server) drawOnCPU(ordinal, n int) (drawResult, error) {
+	if ordinal != 0 {
+		return drawResult{}, fmt.Errorf("%w: %d: without a GPU the server draws device 0's stream on the CPU only", device.ErrInvalidDevice, ordinal)
+	}
+	res := drawResult{Device: 0, Source: "cpu", Values: make([]uint32, n)}
+	from, err := s.cpu.Generate(res.Values)
+	res.Seed, res.Offset = from.Seed, from.Offset
+	return res, err
 }

@@ -1,9 +1,15 @@
 package hangcheck
 
 import (
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestGoroutinesKeepsWholeFramesAroundAnElisionNote(t *testing.T) {
@@ -21,4 +27,41 @@ func TestGoroutinesKeepsWholeFramesAroundAnElisionNote(t *testing.T) {
 		"...additional frames elided...\n" +
 		"created by main.main in goroutine 1\n\t/src/main.go:12 +0x25"
 	assert.Equal(t, want, Goroutines(dump, 10, "gpuinit/"), "the runtime frame after the note is dropped whole")
+}
+
+func TestRunWithKeepsTheTailOfTheOutput(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done")
+	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 10 * time.Second, MaxOutput: 100})
+	require.NoError(t, err)
+	assert.Equal(t, OK, r.Verdict)
+	assert.LessOrEqual(t, len(r.Stdout), 100+len("[...]"))
+	assert.True(t, strings.HasPrefix(r.Stdout, "[...]"), "says it dropped the head")
+	assert.True(t, strings.HasSuffix(r.Stdout, "line1999\n"), "keeps the tail")
+}
+
+func TestRunWithNamesTheSignalThatEndedTheChild(t *testing.T) {
+	r, err := RunWith(context.Background(), exec.Command("sh", "-c", "kill -SEGV $$"), Limits{Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, Error, r.Verdict)
+	assert.Equal(t, syscall.SIGSEGV, r.Signal)
+	assert.Equal(t, -1, r.ExitCode)
+}
+
+// TestRunWithNeverWaitsPastItsReapBound stands in for a child that SIGKILL
+// cannot end (stuck in a kernel driver): a grandchild keeps the child's
+// stdout open, so that waiting for the child never finishes. RunWith must
+// give up on it after Reap, report it Unreaped, and return.
+func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & echo started; sleep 30")
+	var started bool
+	start := time.Now()
+	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond,
+		Reap: 300 * time.Millisecond, Started: func() { started = true }})
+	took := time.Since(start)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = exec.Command("pkill", "-f", "^sleep 30$").Run() })
+	assert.True(t, started, "Started ran")
+	assert.Equal(t, Hang, r.Verdict)
+	assert.True(t, r.Unreaped, "the wait was abandoned, not finished")
+	assert.Less(t, took, 5*time.Second, "Timeout + Grace + Reap, not the 30 s the grandchild holds the pipe")
 }

@@ -1,0 +1,136 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBringUpOverTheFakeDriver runs the server over the fake libcuda in
+// each way a driver's init goes wrong, with the preflight on as the server
+// has it by default, and checks what its three health paths answer, what the
+// status says, how often the server's own process called cuInit (from the
+// fake's call log, which names each caller's pid), and that no child is left.
+func TestBringUpOverTheFakeDriver(t *testing.T) {
+	lib := fakedriver.Build(t, fakedriver.CUDA)
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		state string // where the runtime ends up, or stays
+		class string // the failure's class, or the last attempt's
+		kind  string // the last attempt's error kind
+		// cuInit calls in the server's process and in its children
+		inServer, minInChildren int
+		ready, live             bool
+	}{
+		{name: "an init that hangs for ever", env: []string{"GPUINIT_FAKE_CUDA_INIT_HANG=1"}, state: "initializing",
+			class: "not-yet", kind: "hang", inServer: 0, minInChildren: 2, ready: false, live: true},
+		{name: "an init that crashes", env: []string{"GPUINIT_FAKE_CUDA_INIT_CRASH=1"}, state: "initializing",
+			class: "not-yet", inServer: 0, minInChildren: 2, ready: false, live: true},
+		{name: "802 twice, across processes, then ready", env: []string{"GPUINIT_FAKE_CUDA_INIT=802", "GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=2"},
+			state: "ready", class: "not-yet", inServer: 1, minInChildren: 3, ready: true, live: true},
+		{name: "an init slow by 200 ms", env: []string{"GPUINIT_FAKE_CUDA_INIT_DELAY_MS=200"}, state: "ready",
+			inServer: 1, minInChildren: 1, ready: true, live: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := fakedriver.NewCallLog(t)
+			env := append([]string{"GPUINIT_CUDA_LIBRARY=" + lib, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10",
+				"GPUINIT_FAKE_CUDA_LOG=" + string(log), "GPUINIT_FAKE_LOG_PID=1",
+				"GPUINIT_FAKE_CUDA_INIT_FAIL_FILE=" + filepath.Join(t.TempDir(), "inits")}, tc.env...)
+			url, cmd := startServer(t, env, "-backend", "cuda", "-preflight", "400ms", "-init-deadline", "100ms")
+			get(t, url+health.ReadyPath) // starts init
+			var st health.Status
+			if tc.state == "ready" {
+				st = waitForState(t, url, "ready")
+			} else {
+				// Two attempts, each stopped at its deadline, and liveness
+				// stays 200 past the init deadline all along.
+				require.Eventually(t, func() bool {
+					st = status(t, url)
+					return st.BringUp != nil && st.BringUp.Attempts >= 2 && st.BringUp.LastError != nil
+				}, 30*time.Second, 20*time.Millisecond)
+				assert.LessOrEqual(t, len(childtest.Children(cmd.Process.Pid)), 1, "one child at a time")
+			}
+			assert.Equal(t, tc.state, st.State)
+			for path, want := range map[string]bool{health.ReadyPath: tc.ready, health.LivePath: tc.live} {
+				code, body := get(t, url+path)
+				assert.Equal(t, map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[want], code, "%s: %s", path, body)
+			}
+			require.NotNil(t, st.BringUp)
+			assert.True(t, st.BringUp.Preflight)
+			if tc.class != "" {
+				assert.Equal(t, tc.class, st.BringUp.LastClass)
+				require.NotNil(t, st.BringUp.LastError)
+				if tc.kind != "" {
+					assert.Equal(t, tc.kind, st.BringUp.LastError.Kind)
+				}
+			}
+			if tc.state == "initializing" {
+				assert.Nil(t, st.BringUp.InProcess, "nothing of the driver ran in the server's process")
+			}
+
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				t.Fatal("SIGTERM did not stop the server")
+			}
+			inServer, inChildren := 0, 0
+			for _, line := range log.Lines(t, "cuInit") {
+				if strings.HasSuffix(line, " pid="+strconv.Itoa(cmd.Process.Pid)) {
+					inServer++
+				} else {
+					inChildren++
+				}
+			}
+			assert.Equal(t, tc.inServer, inServer, "cuInit in the server's own process: only after a child succeeded")
+			assert.GreaterOrEqual(t, inChildren, tc.minInChildren)
+			for _, pid := range childPids(t, log, cmd.Process.Pid) {
+				assert.Eventually(t, func() bool { return !childtest.Alive(pid) }, 10*time.Second, 20*time.Millisecond,
+					"preflight child %d outlived the server", pid)
+			}
+		})
+	}
+}
+
+// status reads the server's status.
+func status(t *testing.T, url string) health.Status {
+	t.Helper()
+	var st health.Status
+	_, body := get(t, url+health.StatusPath)
+	require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+	return st
+}
+
+// childPids are the pids, other than the server's, that called into the fake.
+func childPids(t *testing.T, log fakedriver.CallLog, server int) []int {
+	t.Helper()
+	seen := map[int]bool{}
+	for _, line := range log.Lines(t) {
+		if i := strings.LastIndex(line, " pid="); i >= 0 {
+			if pid, err := strconv.Atoi(line[i+len(" pid="):]); err == nil && pid != server {
+				seen[pid] = true
+			}
+		}
+	}
+	var pids []int
+	for pid := range seen {
+		pids = append(pids, pid)
+	}
+	return pids
+}

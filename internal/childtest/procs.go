@@ -1,0 +1,41 @@
+package childtest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Children lists the live child processes of pid, from /proc: the tests'
+// way to prove that no child is left behind. Zombies are left out, since
+// they have exited.
+func Children(pid int) []int {
+	var kids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			continue // it exited meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && fields[0] != "Z" {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// Alive reports whether process pid exists and has not exited (a zombie
+// has).
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	return !strings.HasPrefix(strings.TrimSpace(string(rest)), "Z")
+}
