@@ -1,0 +1,57 @@
+package backends_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	_ "github.com/gpuinit/gpuinit/device/backends"
+)
+
+// theLine is the README's first example's handling of a host without a usable
+// GPU, which TestTheREADMEsNoGPULineRunsHere runs.
+const theLine = "if device.NoUsableGPU(err) { serveOnCPU() }"
+
+// TestTheREADMEsNoGPULineRunsHere runs the README's first example on this
+// machine, over every backend the build has and the preflight on (this test
+// binary is its children, served by the package's init): on a
+// machine without a GPU (CI's), device.NoUsableGPU says so, whatever the
+// backends found (no library, no device, no cgo); on one with, Init works.
+func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), theLine) {
+		t.Fatalf("README.md's first example no longer has %q", theLine)
+	}
+	t.Setenv(device.EnvBackend, "")
+	rt, err := device.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.UsePreflight(device.Preflight{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	servedOnCPU := false
+	serveOnCPU := func() { servedOnCPU = true }
+	_, err = rt.DeviceCount(ctx)
+	if device.NoUsableGPU(err) { // theLine, as gofmt lays it out
+		serveOnCPU()
+	}
+	switch {
+	case err == nil:
+		t.Logf("this machine has a usable GPU: %s", rt.Name())
+	case !servedOnCPU:
+		t.Fatalf("an initialization failure that NoUsableGPU missed: %v", err)
+	default:
+		t.Logf("no usable GPU here (%s): %v", device.ClassOf(err), err)
+		if errors.Is(err, context.Canceled) {
+			t.Error("a cancellation is no reason to serve on the CPU")
+		}
+	}
+}
