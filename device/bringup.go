@@ -127,6 +127,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 			if err == nil {
 				r.devices.Store(&devices)
 				r.chosen.Store(c)
+				r.watchAfterInit(c.backend, len(devices))
 				if r.auto {
 					r.registry.runtimes.add(reg.Name, r)
 				}

@@ -15,12 +15,27 @@ import (
 // device reported a sticky error and is unusable for the rest of the process.
 var ErrDeviceLost = errors.New("device: device lost")
 
-// LostDevice is a device that reported a sticky error.
+// LostDevice is a device that is unusable for the rest of the process, and
+// why.
 type LostDevice struct {
 	Ordinal int
-	Err     *DriverError // the first sticky error it reported
+	Source  LossSource   // who saw it lost
+	Err     *DriverError // the first error that lost it
 	At      time.Time
 }
+
+// LossSource says who saw a device lost.
+type LossSource string
+
+// The sources of a loss.
+const (
+	LossEngine   LossSource = "engine"   // the server's engine reported a sticky error (ReportError)
+	LossDeadline LossSource = "deadline" // a call into the driver ran past the call deadline
+	LossXid      LossSource = "xid"      // the driver raised an Xid that needs a reset or service
+	LossECC      LossSource = "ecc"      // an uncorrectable ECC error
+	LossRAS      LossSource = "ras"      // amdgpu's RAS counters of uncorrectable errors rose
+	LossCanary   LossSource = "canary"   // the readiness canary's round trip failed
+)
 
 // lostDevices is the Runtime's record of reported errors.
 type lostDevices struct {
@@ -109,20 +124,32 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 		return nil
 	}
 	var de *DriverError
-	sticky := errors.As(err, &de) && de.Sticky
+	if errors.As(err, &de) && de.Sticky {
+		return r.lose(ordinal, LossEngine, de)
+	}
+	r.count(ordinal)
+	return nil
+}
+
+// count counts a non-sticky error against device ordinal.
+func (r *Runtime) count(ordinal int) {
+	r.lost.mu.Lock()
+	defer r.lost.mu.Unlock()
+	if r.lost.counts == nil {
+		r.lost.counts = map[int]int64{}
+	}
+	r.lost.counts[ordinal]++
+}
+
+// lose marks device ordinal lost by source for de, unless it is already;
+// it returns the device's loss.
+func (r *Runtime) lose(ordinal int, source LossSource, de *DriverError) LostDevice {
 	r.lost.mu.Lock()
 	defer r.lost.mu.Unlock()
 	if lost, ok := r.lost.find(ordinal); ok {
 		return lost
 	}
-	if !sticky {
-		if r.lost.counts == nil {
-			r.lost.counts = map[int]int64{}
-		}
-		r.lost.counts[ordinal]++
-		return nil
-	}
-	lost := LostDevice{Ordinal: ordinal, Err: de, At: time.Now()}
+	lost := LostDevice{Ordinal: ordinal, Source: source, Err: de, At: time.Now()}
 	devices := append(slices.Clone(r.lost.list()), lost)
 	slices.SortFunc(devices, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
 	r.lost.devices.Store(&devices)
@@ -150,11 +177,25 @@ func (r *Runtime) ErrorCounts() map[int]int64 {
 	return out
 }
 
-// Error says which device was lost, when, and the driver's error; a
+// Error says which device was lost, when, who saw it, and the error; a
 // LostDevice is an error wrapping ErrDeviceLost and that *DriverError.
 func (l LostDevice) Error() string {
-	return fmt.Sprintf("device %d lost at %s: %v", l.Ordinal, l.At.Format(time.RFC3339), l.Err)
+	return fmt.Sprintf("device %d lost at %s (%s): %v", l.Ordinal, l.At.Format(time.RFC3339), l.Source, l.Err)
 }
 
 // Unwrap returns ErrDeviceLost and the driver's error.
 func (l LostDevice) Unwrap() []error { return []error{ErrDeviceLost, l.Err} }
+
+// CheckDevice returns nil if ordinal names a device in service: the error
+// CheckOrdinal gives for one the Runtime has not, and the device's
+// LostDevice (which wraps ErrDeviceLost) for one that is lost. It takes no
+// lock and never touches the backend.
+func (r *Runtime) CheckDevice(ordinal int) error {
+	if err := r.CheckOrdinal(ordinal); err != nil {
+		return err
+	}
+	if lost, ok := r.lost.find(ordinal); ok {
+		return lost
+	}
+	return nil
+}

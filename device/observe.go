@@ -14,7 +14,9 @@ import (
 // allocates device memory: CUDA reads NVML (or the driver, where the device's
 // primary context is already active), HIP reads amdgpu's sysfs counters. A
 // backend that cannot gets an error wrapping ErrNotSupported that says why.
-// It is safe from many goroutines.
+// It is safe from many goroutines. The backend's read runs under the call
+// deadline, as Do's function does (the driver's fallback, on CUDA, is a call
+// into the device's context).
 func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint64, err error) {
 	if err := r.init.Init(ctx); err != nil {
 		return 0, 0, err
@@ -26,7 +28,14 @@ func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
 	}
-	return mr.MemoryInfo(ordinal)
+	w := r.calls.Load()
+	var s *callSlot
+	if w != nil {
+		s = w.begin(ordinal, &opMemoryInfo)
+	}
+	free, total, err = mr.MemoryInfo(ordinal)
+	w.end(s)
+	return free, total, err
 }
 
 // VisibilityVariables are the environment variables that choose which GPUs a

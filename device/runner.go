@@ -20,6 +20,12 @@ import (
 // the same context. A backend without devices to make current (sim) runs fn on
 // the locked thread; one that does not implement DeviceRunner gets an error
 // wrapping ErrNotSupported.
+//
+// fn runs under the call deadline (SetCallDeadline): past it, the device is
+// lost as hung (ErrDeviceHung), readiness fails, and later calls on it are
+// refused at once with its LostDevice; fn itself goes on, since a driver
+// call cannot be interrupted. A Do on a lost device returns its LostDevice
+// without running fn.
 func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	if err := r.init.Init(ctx); err != nil {
 		return err
@@ -31,5 +37,5 @@ func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	if !ok {
 		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
 	}
-	return dr.Do(ordinal, fn)
+	return r.watched(ordinal, &opDo, func() error { return dr.Do(ordinal, fn) })
 }

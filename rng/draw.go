@@ -59,7 +59,9 @@ func (o Ordering) Fill(dst []uint32, seed, offset uint64) {
 // whose front goes to dst, and advances the offset by what was drawn. A draw
 // that would move the offset past torch's int64 limit is refused; on error
 // the state is unchanged. It calls no function of the caller's under the
-// state's lock: only the backend's generator, or rng/philox.
+// state's lock: only the backend's generator, or rng/philox. It waits for
+// the lock no longer than ctx; a device draw on a lost device is refused at
+// once with its loss.
 func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost bool) error {
 	if err := g.rt.Init(ctx); err != nil {
 		return err
@@ -68,8 +70,17 @@ func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if !onHost {
+		// A lost device is refused before its lock, which a hung draw may
+		// hold for ever.
+		if err := g.rt.CheckDevice(ordinal); err != nil {
+			return err
+		}
+	}
+	if err := d.acquire(ctx, ordinal); err != nil {
+		return err
+	}
+	defer d.release()
 	if d.closed {
 		return ErrClosed
 	}
@@ -80,7 +91,7 @@ func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost
 	if err != nil {
 		return err
 	}
-	if err := g.drawOnDevice(d, ordinal, out); err != nil {
+	if err := g.drawOnDevice(ctx, d, ordinal, out); err != nil {
 		return err
 	}
 	if n != len(dst) {

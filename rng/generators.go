@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -18,11 +19,15 @@ import (
 // initialization discipline (gpuprobe's -discipline legacy).
 type Runtime interface {
 	Name() string
-	// Backend returns the backend, nil before one is chosen.
-	Backend() driver.Backend
 	// Registration is what the backend registered with: its generators'
 	// ordering.
 	Registration() driver.Registration
+	// NewGenerator creates device ordinal's generator, whose calls the
+	// Runtime watches (device.Runtime.NewGenerator).
+	NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error)
+	// CheckDevice validates an ordinal without initializing, and returns
+	// the device's loss, if it is lost.
+	CheckDevice(ordinal int) error
 	// Init initializes on first use and returns the memoized result.
 	Init(ctx context.Context) error
 	// LazyCallDepth runs fn now when initialized, else queues it; the call site
@@ -50,13 +55,61 @@ type Generators struct {
 	closed  bool
 }
 
-// deviceGen is one device's generator. Its own lock serializes draws, which may
-// take long, without holding Generators.mu.
+// deviceGen is one device's generator. Its lock is a semaphore of one, held
+// while the state is read or changed and through a draw, which may take long
+// (or, on a hung GPU, for ever): a caller waits for it no longer than its own
+// context, and Close never waits for it.
 type deviceGen struct {
-	mu     sync.Mutex       // protects following fields
-	state  State            // what the next draw uses
-	gen    driver.Generator // created on the first Generate; nil after Close
-	closed bool             // set by Close: nothing is created or drawn after
+	lock       chan struct{}    // holds a token while held
+	state      State            // what the next draw uses
+	gen        driver.Generator // created on the first Generate; nil after Close
+	closed     bool             // Close has been here: nothing is created or drawn after
+	closeAsked atomic.Bool      // Close found the lock held: its holder closes on release
+}
+
+func newDeviceGen() *deviceGen {
+	return &deviceGen{lock: make(chan struct{}, 1), state: State{Seed: DefaultSeed}}
+}
+
+// acquire takes d's lock, waiting no longer than ctx.
+func (d *deviceGen) acquire(ctx context.Context, ordinal int) error {
+	select {
+	case d.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case d.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rng: waiting for device %d's generator, busy in another call: %w", ordinal, ctx.Err())
+	}
+}
+
+// release lets d's lock go; if Close came meanwhile, whoever next takes the
+// lock without waiting closes the generator (Close's own try comes after it
+// asked, so one of the two does).
+func (d *deviceGen) release() {
+	<-d.lock
+	if d.closeAsked.Load() {
+		select {
+		case d.lock <- struct{}{}:
+			d.closeGenerator()
+			<-d.lock
+		default:
+		}
+	}
+}
+
+// closeGenerator destroys the generator, if any; d's lock is held.
+func (d *deviceGen) closeGenerator() error {
+	d.closed = true
+	if d.gen == nil {
+		return nil
+	}
+	err := d.gen.Close()
+	d.gen = nil
+	return err
 }
 
 // New returns the generators of rt's devices. Nothing is initialized or created
@@ -81,7 +134,7 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	}
 	d := g.devices[ordinal]
 	if d == nil {
-		d = &deviceGen{state: State{Seed: DefaultSeed}}
+		d = newDeviceGen()
 		g.devices[ordinal] = d
 	}
 	return d, nil
@@ -99,7 +152,7 @@ func (g *Generators) mutate(ctx context.Context, depth, ordinal int, apply func(
 		return g.rt.CheckOrdinal(ordinal)
 	}
 	return g.rt.LazyCallDepth(ctx, depth+1, func(context.Context) error {
-		_, err := g.apply(ordinal, apply)
+		_, err := g.apply(ctx, ordinal, apply)
 		return err
 	})
 }
@@ -107,7 +160,7 @@ func (g *Generators) mutate(ctx context.Context, depth, ordinal int, apply func(
 // apply runs f on ordinal's state under the state's lock, and reports whether
 // it did. Generators closed since the work was queued have nothing to apply
 // it to, and no reason to fail the runtime: that is false and no error.
-func (g *Generators) apply(ordinal int, f func(*State)) (applied bool, err error) {
+func (g *Generators) apply(ctx context.Context, ordinal int, f func(*State)) (applied bool, err error) {
 	d, err := g.device(ordinal)
 	if errors.Is(err, ErrClosed) {
 		return false, nil
@@ -115,9 +168,14 @@ func (g *Generators) apply(ordinal int, f func(*State)) (applied bool, err error
 	if err != nil {
 		return false, err
 	}
-	d.mu.Lock()
+	if err := d.acquire(ctx, ordinal); err != nil {
+		return false, err
+	}
+	defer d.release()
+	if d.closed {
+		return false, nil
+	}
 	f(&d.state)
-	d.mu.Unlock()
 	return true, nil
 }
 
@@ -138,7 +196,7 @@ func (g *Generators) mutateAll(ctx context.Context, depth int, check func(device
 			return err
 		}
 		for ordinal := range n {
-			if applied, err := g.apply(ordinal, func(s *State) { apply(ordinal, s) }); !applied {
+			if applied, err := g.apply(ctx, ordinal, func(s *State) { apply(ordinal, s) }); !applied {
 				return err
 			}
 		}
@@ -242,8 +300,10 @@ func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if err := d.acquire(ctx, ordinal); err != nil {
+		return State{}, err
+	}
+	defer d.release()
 	if d.closed {
 		return State{}, ErrClosed
 	}
@@ -279,14 +339,10 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 }
 
 // drawOnDevice fills out from ordinal's device generator at d's state,
-// creating the generator at the first draw. d.mu is held.
-func (g *Generators) drawOnDevice(d *deviceGen, ordinal int, out []uint32) (err error) {
+// creating the generator at the first draw. d's lock is held.
+func (g *Generators) drawOnDevice(ctx context.Context, d *deviceGen, ordinal int, out []uint32) (err error) {
 	if d.gen == nil {
-		gb, ok := driver.Capability[driver.GeneratorBackend](g.rt.Backend())
-		if !ok {
-			return fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, g.rt.Name())
-		}
-		if d.gen, err = gb.NewGenerator(ordinal); err != nil {
+		if d.gen, err = g.rt.NewGenerator(ctx, ordinal); err != nil {
 			return fmt.Errorf("rng: creating the generator of device %d: %w", ordinal, err)
 		}
 	}
@@ -307,9 +363,12 @@ func (g *Generators) drawOnDevice(d *deviceGen, ordinal int, out []uint32) (err 
 
 // Close destroys every device generator the Generators created and refuses
 // later use with ErrClosed. Work queued before Close that runs after it does
-// nothing: it neither applies nor fails the runtime's initialization. Close is
-// safe to call more than once and from many goroutines; only the first call does anything, and it returns the errors of
-// the generators that failed to close, joined.
+// nothing: it neither applies nor fails the runtime's initialization. Close
+// never waits for a draw in flight, which may be stuck in a hung driver: the
+// draw's generator is closed when the draw returns, by the draw. Close is
+// safe to call more than once and from many goroutines; only the first call
+// does anything, and it returns the errors of the generators it closed that
+// failed to close, joined.
 func (g *Generators) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -322,15 +381,16 @@ func (g *Generators) Close() error {
 	g.mu.Unlock()
 	var errs []error
 	for ordinal, d := range devices {
-		d.mu.Lock()
-		d.closed = true
-		if d.gen != nil {
-			if err := d.gen.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("rng: closing the generator of device %d: %w", ordinal, err))
-			}
-			d.gen = nil
+		d.closeAsked.Store(true)
+		select {
+		case d.lock <- struct{}{}:
+		default:
+			continue // a draw holds it, and closes the generator when it lets go
 		}
-		d.mu.Unlock()
+		if err := d.closeGenerator(); err != nil {
+			errs = append(errs, fmt.Errorf("rng: closing the generator of device %d: %w", ordinal, err))
+		}
+		<-d.lock
 	}
 	return errors.Join(errs...)
 }

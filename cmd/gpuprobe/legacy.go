@@ -58,6 +58,22 @@ func (l *legacyRuntime) DeviceCount(ctx context.Context) (int, error) {
 	return int(l.devices.Load()), nil
 }
 
+// CheckDevice is CheckOrdinal: the legacy runtime keeps no losses.
+func (l *legacyRuntime) CheckDevice(ordinal int) error { return l.CheckOrdinal(ordinal) }
+
+// NewGenerator creates the backend's generator directly, unwatched, as the
+// pre-fix code did.
+func (l *legacyRuntime) NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error) {
+	if err := l.Init(ctx); err != nil {
+		return nil, err
+	}
+	gb, ok := driver.Capability[driver.GeneratorBackend](l.backend)
+	if !ok {
+		return nil, fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, l.Name())
+	}
+	return gb.NewGenerator(ordinal)
+}
+
 func (l *legacyRuntime) CheckOrdinal(ordinal int) error {
 	if n := l.devices.Load(); ordinal < 0 || ordinal >= int(n) {
 		return fmt.Errorf("%w: %d of %d devices", device.ErrInvalidDevice, ordinal, n)

@@ -1,0 +1,132 @@
+package device_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestACallPastItsDeadlineLosesItsDeviceAsHung: a Do whose function never
+// returns (a kernel that never completes) marks its device hung within the
+// monitor's interval of the deadline; later calls on it are refused at once,
+// and the other device serves.
+func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
+	// A synctest bubble: the monitor's scans and the deadline run on one
+	// fake clock, so the bound below holds however loaded the machine.
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		const deadline = 100 * time.Millisecond
+		rt.SetCallDeadline(deadline)
+		require.NoError(t, rt.Init(ctx))
+		release := make(chan struct{})
+		started := make(chan time.Time, 1)
+		hung := make(chan struct{})
+		go func() {
+			defer close(hung)
+			_ = rt.Do(ctx, 0, func() error { started <- time.Now(); <-release; return nil })
+		}()
+		begun := <-started
+		for !rt.AnyLost() {
+			time.Sleep(time.Millisecond)
+		}
+		late := time.Since(begun) - deadline
+		assert.Less(t, late, 100*time.Millisecond, "seen within 100 ms of the deadline: %s", late)
+		lost := rt.Lost()
+		require.Len(t, lost, 1)
+		assert.Equal(t, 0, lost[0].Ordinal)
+		assert.Equal(t, device.LossDeadline, lost[0].Source)
+		assert.ErrorIs(t, lost[0], device.ErrDeviceHung)
+		assert.ErrorIs(t, lost[0], device.ErrDeviceLost)
+		assert.Equal(t, "Do", lost[0].Err.Op)
+		assert.Contains(t, lost[0].Error(), "past the call deadline of 100ms")
+
+		err := rt.Do(ctx, 0, func() error { t.Error("ran on a lost device"); return nil })
+		assert.ErrorIs(t, err, device.ErrDeviceHung, "refused at once")
+		assert.NoError(t, rt.Do(ctx, 1, func() error { return nil }), "the other device serves")
+		_, _, err = rt.MemoryInfo(ctx, 1)
+		assert.NoError(t, err)
+		close(release)
+		<-hung
+	})
+}
+
+func TestCallsWithinTheirDeadlineLoseNothing(t *testing.T) {
+	ctx := context.Background()
+	rt := device.New(sim.New())
+	defer rt.Close()
+	rt.SetCallDeadline(200 * time.Millisecond)
+	require.NoError(t, rt.Init(ctx))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				assert.NoError(t, rt.Do(ctx, g%2, func() error { return nil }))
+			}
+		})
+	}
+	wg.Go(func() {
+		// One slow call, well within the deadline, seen by several scans.
+		assert.NoError(t, rt.Do(ctx, 0, func() error { time.Sleep(120 * time.Millisecond); return nil }))
+	})
+	wg.Wait()
+	assert.False(t, rt.AnyLost())
+}
+
+func TestSetCallDeadlineZeroTurnsTheWatchOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		rt.SetCallDeadline(0)
+		require.NoError(t, rt.Init(ctx))
+		done, finished := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(finished)
+			_ = rt.Do(ctx, 0, func() error { <-done; return nil })
+		}()
+		time.Sleep(10 * device.DefaultCallDeadline) // on the bubble's clock
+		close(done)
+		<-finished
+		assert.False(t, rt.AnyLost())
+	})
+}
+
+func TestCloseStopsTheWatchAndIsSafeTwice(t *testing.T) {
+	rt := device.New(sim.New())
+	require.NoError(t, rt.Init(context.Background()))
+	require.NoError(t, rt.Close())
+	require.NoError(t, rt.Close())
+	assert.NoError(t, rt.Do(context.Background(), 0, func() error { return nil }), "calls work after Close, unwatched")
+	assert.False(t, errors.Is(rt.CheckDevice(0), device.ErrDeviceLost))
+}
+
+func TestTurningTheWatchOffWhileACallRunsLosesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		rt.SetCallDeadline(time.Second)
+		require.NoError(t, rt.Init(ctx))
+		done, finished := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(finished)
+			_ = rt.Do(ctx, 0, func() error { <-done; return nil })
+		}()
+		time.Sleep(100 * time.Millisecond)
+		rt.SetCallDeadline(0)
+		time.Sleep(10 * time.Second)
+		close(done)
+		<-finished
+		assert.False(t, rt.AnyLost())
+	})
+}

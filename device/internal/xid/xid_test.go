@@ -1,0 +1,193 @@
+package xid
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The codes a health watcher must get right, with the catalog's bucket for
+// each, so that a catalog update that moves one shows here.
+func TestPinnedXidsGetTheirCatalogBucketAndAction(t *testing.T) {
+	for _, tc := range []struct {
+		code      int
+		immediate string
+		want      Action
+		why       string
+	}{
+		{13, restartApp, Count, "graphics engine exception: the application's"},
+		{31, restartApp, Count, "GPU memory page fault: the application's"},
+		{43, ignoreBucket, Count, "the application hit a fault and must end; the GPU stays healthy"},
+		{45, workflowXid45, Count, "preemptive cleanup after a process is torn down (Control-C, kill, another Xid)"},
+		{94, restartApp, Lose, "contained memory error: the catalog says only the application that hit it must restart, but the event cannot say which application; see Entry.Action"},
+		{48, workflowXid48, Lose, "double-bit ECC error: reset"},
+		{63, ignoreBucket, Ignore, "row remapping event: no action, nothing to investigate"},
+		{64, resetGPU, Lose, "row remapping failure"},
+		{74, workflowNVLink, Lose, "NVLink error: a reset or reboot clears it"},
+		{79, restartBM, Lose, "fallen off the bus: reboot the host"},
+		{95, resetGPU, Lose, "uncontained memory error"},
+		{119, resetGPU, Lose, "GSP RPC timeout"},
+		{120, resetGPU, Lose, "GSP error"},
+		{140, resetGPU, Lose, "ECC error that escaped row remapping"},
+		{149, workflowNVLink5, Lose, "NVLink5 NETIR error: undecodable from the code alone"},
+		{154, xid154Bucket, Count, "summary of another Xid's recovery action"},
+	} {
+		t.Run(fmt.Sprintf("%d", tc.code), func(t *testing.T) {
+			e, ok := Lookup(tc.code)
+			require.True(t, ok, "the catalog lists %d", tc.code)
+			assert.Equal(t, tc.immediate, e.Immediate, tc.why)
+			assert.Equal(t, tc.want, e.Action(), tc.why)
+		})
+	}
+}
+
+func TestFallenOffTheBusEntryIsTheCatalogs(t *testing.T) {
+	e, ok := Lookup(79)
+	require.True(t, ok)
+	assert.Equal(t, Entry{
+		Code:          79,
+		Mnemonic:      "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
+		Description:   "GPU has fallen off the bus",
+		Immediate:     "RESTART_BM",
+		Investigatory: "CONTACT_SUPPORT",
+	}, e)
+}
+
+// knownInvestigatory are the investigatory buckets the table may use.
+var knownInvestigatory = map[string]bool{
+	"": true, contactSupport: true, ignoreBucket: true, updateSWFW: true,
+	workflowXid48: true, workflowNVLink5: true, checkApp: true, workflowXid13: true,
+	workflowXid31: true, investigateSW: true, investigateSWUser: true,
+	investigateLinkSI: true, ignoreSympathetic: true, sympatheticSolo: true,
+	xid137Flow: true, xid45Solo: true, informational154: true,
+}
+
+func TestEveryEntryHasAMnemonicAndAKnownBucket(t *testing.T) {
+	require.Len(t, catalog, 172, "the catalog lists codes 1 to 172")
+	var bucketless []int
+	for i, e := range catalog {
+		assert.Equal(t, i+1, e.Code, "catalog[%d] is code %d", i, i+1)
+		assert.NotEmpty(t, e.Mnemonic, "code %d", e.Code)
+		assert.Equal(t, strings.TrimSpace(e.Mnemonic), e.Mnemonic, "code %d", e.Code)
+		assert.NotContains(t, e.Mnemonic, "\n", "code %d", e.Code)
+		assert.NotEmpty(t, e.Description, "code %d", e.Code)
+		assert.True(t, knownInvestigatory[e.Investigatory], "code %d: investigatory bucket %q", e.Code, e.Investigatory)
+		if e.Immediate == "" {
+			bucketless = append(bucketless, e.Code)
+			assert.Empty(t, e.Investigatory, "code %d", e.Code)
+			continue
+		}
+		_, known := bucketActions[e.Immediate]
+		assert.True(t, known, "code %d: immediate bucket %q", e.Code, e.Immediate)
+	}
+	var newest []int
+	for c := 162; c <= 172; c++ {
+		newest = append(newest, c)
+	}
+	assert.Equal(t, newest, bucketless, "only the catalog's newest rows lack a bucket")
+}
+
+func TestClassifyAgreesWithLookup(t *testing.T) {
+	for code := -2; code <= 300; code++ {
+		e, a := Classify(code)
+		assert.Equal(t, code, e.Code)
+		assert.Equal(t, e.Action(), a, "code %d", code)
+		if want, ok := Lookup(code); ok {
+			assert.Equal(t, want, e, "code %d", code)
+			continue
+		}
+		assert.Equal(t, "UNKNOWN_XID", e.Mnemonic, "code %d", code)
+		assert.Empty(t, e.Immediate, "code %d", code)
+		assert.Empty(t, e.Investigatory, "code %d", code)
+		assert.Contains(t, e.Description, CatalogVersion)
+	}
+}
+
+func TestUnknownXidIsCountedNotLost(t *testing.T) {
+	for _, code := range []int{0, -1, 173, 999, 1 << 20} {
+		_, ok := Lookup(code)
+		assert.False(t, ok, "code %d", code)
+		_, a := Classify(code)
+		assert.Equal(t, Count, a, "code %d", code)
+	}
+}
+
+func TestUnusedXidIsCountedNotLost(t *testing.T) {
+	n := 0
+	for _, e := range catalog {
+		if e.Description != unusedDescription {
+			continue
+		}
+		n++
+		assert.Equal(t, Count, e.Action(), "code %d (%s %s)", e.Code, e.Immediate, e.Investigatory)
+	}
+	assert.Equal(t, 63, n, "the catalog marks 63 codes Unused")
+}
+
+func TestIgnoreOnlyWhereTheCatalogAsksNothing(t *testing.T) {
+	var ignored []int
+	for _, e := range catalog {
+		if e.Action() == Ignore {
+			ignored = append(ignored, e.Code)
+		}
+	}
+	assert.Equal(t, []int{63, 106, 107}, ignored)
+}
+
+func TestActionFollowsTheBucketRules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    Entry
+		want Action
+	}{
+		{"application error", Entry{Immediate: restartApp}, Count},
+		{"reset", Entry{Immediate: resetGPU}, Lose},
+		{"VM restart", Entry{Immediate: restartVM}, Lose},
+		{"host restart", Entry{Immediate: restartBM}, Lose},
+		{"mechanicals", Entry{Immediate: checkMechanicals}, Lose},
+		{"software and firmware update", Entry{Immediate: updateSWFW}, Lose},
+		{"ECC workflow", Entry{Immediate: workflowXid48}, Lose},
+		{"NVLink workflow", Entry{Immediate: workflowNVLink}, Lose},
+		{"NVLink5 workflow", Entry{Immediate: workflowNVLink5}, Lose},
+		{"support, used code", Entry{Description: "NVENC3 Error", Immediate: contactSupport}, Lose},
+		{"support, unused code", Entry{Description: unusedDescription, Immediate: contactSupport}, Count},
+		{"ignore, investigate", Entry{Immediate: ignoreBucket, Investigatory: contactSupport}, Count},
+		{"ignore, nothing to investigate", Entry{Immediate: ignoreBucket, Investigatory: ignoreBucket}, Ignore},
+		{"Xid 45 workflow", Entry{Immediate: workflowXid45}, Count},
+		{"Xid 154 summary", Entry{Immediate: xid154Bucket}, Count},
+		{"UVM check", Entry{Immediate: checkUVM}, Count},
+		{"no bucket", Entry{}, Count},
+		{"a newer catalog's bucket", Entry{Immediate: "SOME_NEW_BUCKET"}, Count},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.e.Action())
+		})
+	}
+}
+
+func TestActionString(t *testing.T) {
+	for a, want := range map[Action]string{Count: "count", Lose: "lose", Ignore: "ignore", Action(7): "Action(7)"} {
+		assert.Equal(t, want, a.String())
+	}
+}
+
+func TestClassifyIsSafeForConcurrentUse(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for code := 0; code <= 200; code++ {
+				e, a := Classify(code)
+				if e.Code != code || a != e.Action() {
+					t.Errorf("Classify(%d) = %+v, %v", code, e, a)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,195 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
+
+// DeviceHealth is what a Runtime knows of one device's health after init,
+// from its backend's health watch (driver.HealthWatcher): NVIDIA's Xid and
+// ECC events and counters, amdgpu's RAS counters.
+type DeviceHealth struct {
+	Ordinal int
+	// Watched reports that the device's health events are watched. Where
+	// they are not (no NVML, no event API, a backend without a watch) the
+	// device's health is unknown, and Why says why: never "healthy".
+	Watched bool
+	Why     string
+	// Counted are the events counted against the device, by kind and code
+	// ("xid 13", "ecc corrected"), which leave it in service.
+	Counted map[string]int64
+	// Counters are the device's latest counters, where the watch reads
+	// them.
+	Counters *driver.HealthCounters
+	// WatchError is the watch's last failure, which it retries; "" when
+	// none.
+	WatchError string
+}
+
+// healthWatch is a Runtime's run of its backend's health watch.
+type healthWatch struct {
+	mu      sync.Mutex // protects following fields
+	devices []DeviceHealth
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the watch has returned
+
+	published atomic.Pointer[[]DeviceHealth] // a copy, for Health
+}
+
+// Health reports each device's health as the Runtime's health watch knows
+// it, in a slice of the caller's; nil before a successful init. It takes no
+// lock the watch holds for long and never calls the backend.
+func (r *Runtime) Health() []DeviceHealth {
+	p := r.health.published.Load()
+	if p == nil {
+		return nil
+	}
+	out := slices.Clone(*p)
+	for i := range out {
+		out[i].Counted = maps.Clone(out[i].Counted)
+	}
+	return out
+}
+
+// startHealthWatch starts the backend's health watch over n devices, once the
+// initialization has found them: on a goroutine the Runtime owns, which
+// Close stops. Without a driver.HealthWatcher every device's health is
+// unknown.
+func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
+	h := &r.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.devices = make([]DeviceHealth, n)
+	for i := range h.devices {
+		h.devices[i] = DeviceHealth{Ordinal: i, Why: "the " + r.Name() + " backend does not watch its devices' health"}
+	}
+	hw, ok := driver.Capability[driver.HealthWatcher](b)
+	if !ok || r.closed.Load() {
+		h.publish()
+		return
+	}
+	for i := range h.devices {
+		h.devices[i].Why = "the health watch has not started yet"
+	}
+	h.publish()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan struct{})
+	go func() {
+		defer close(h.done)
+		err := hw.WatchHealth(ctx, r.onHealthEvent)
+		if err != nil && ctx.Err() == nil {
+			why := err.Error()
+			if !errors.Is(err, ErrNotSupported) {
+				why = "the health watch failed: " + why
+			}
+			h.update(-1, func(d *DeviceHealth) { d.Watched, d.Why = false, why })
+		}
+	}()
+}
+
+// stopHealthWatch stops the health watch and waits for it.
+func (r *Runtime) stopHealthWatch() {
+	h := &r.health
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// onHealthEvent applies one event of the backend's health watch.
+func (r *Runtime) onHealthEvent(ev driver.HealthEvent) {
+	h := &r.health
+	if ev.Action == driver.HealthLose && ev.Ordinal >= 0 && ev.Ordinal < r.deviceCount() {
+		source := map[driver.HealthKind]LossSource{driver.HealthXid: LossXid, driver.HealthECC: LossECC, driver.HealthRAS: LossRAS}[ev.Kind]
+		if source == "" {
+			source = LossSource(ev.Kind)
+		}
+		r.lose(ev.Ordinal, source, &DriverError{Backend: r.Name(), Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
+			Message: ev.Message, Hint: ev.Hint, Sticky: true})
+	}
+	h.update(ev.Ordinal, func(d *DeviceHealth) {
+		switch ev.Kind {
+		case driver.HealthWatching:
+			d.Watched, d.Why = true, ""
+		case driver.HealthUnwatched:
+			d.Watched, d.Why = false, ev.Message
+		case driver.HealthRead:
+			d.Counters = ev.Counters
+		case driver.HealthWatchError:
+			d.WatchError = ev.Message
+		}
+		if ev.Action >= driver.HealthCount {
+			if d.Counted == nil {
+				d.Counted = map[string]int64{}
+			}
+			d.Counted[eventOp(ev)]++
+		}
+	})
+	if ev.Action == driver.HealthCount && ev.Ordinal >= 0 && ev.Ordinal < r.deviceCount() {
+		r.count(ev.Ordinal)
+	}
+}
+
+// eventOp names an event's kind and code: "xid 79", "ecc uncorrected".
+func eventOp(ev driver.HealthEvent) string {
+	switch ev.Kind {
+	case driver.HealthXid:
+		return fmt.Sprintf("xid %d", ev.Code)
+	case driver.HealthECC, driver.HealthRAS:
+		if ev.Name != "" {
+			return string(ev.Kind) + " " + ev.Name
+		}
+	}
+	return string(ev.Kind)
+}
+
+// update runs f on device ordinal's health, or every device's for -1, and
+// publishes the result; an ordinal the Runtime has not is ignored.
+func (h *healthWatch) update(ordinal int, f func(*DeviceHealth)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case ordinal == -1:
+		for i := range h.devices {
+			f(&h.devices[i])
+		}
+	case ordinal >= 0 && ordinal < len(h.devices):
+		f(&h.devices[ordinal])
+	default:
+		return
+	}
+	h.publish()
+}
+
+// publish stores a copy of the devices' health for Health; h.mu is held.
+func (h *healthWatch) publish() {
+	out := slices.Clone(h.devices)
+	for i := range out {
+		out[i].Counted = maps.Clone(out[i].Counted)
+	}
+	h.published.Store(&out)
+}
+
+// deviceCount is the number of devices, 0 before init.
+func (r *Runtime) deviceCount() int {
+	if d := r.devices.Load(); d != nil {
+		return len(*d)
+	}
+	return 0
+}
+
+// watchAfterInit starts what watches the devices once init has found them.
+func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
+	r.startWatching(n)
+	r.startHealthWatch(b, n)
+}
