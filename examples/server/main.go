@@ -52,11 +52,16 @@ func run(args []string) error {
 	backend := fs.String("backend", "", "backend: cuda, hip, sim or auto (default: $GPUINIT_BACKEND, else auto)")
 	seed := fs.Uint64("seed", 42, "seed queued for every device before initialization")
 	deadline := fs.Duration("init-deadline", health.DefaultInitDeadline, "how long the in-process initialization may run before liveness fails")
+	logLevel := fs.String("log-level", "info", "the lowest level logged: debug, info, warn or error")
 	preflight := fs.Duration("preflight", device.DefaultPreflightDeadline, "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level=%q: want debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	rt, err := device.Open(*backend)
 	if err != nil {
 		return err

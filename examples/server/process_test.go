@@ -4,14 +4,14 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +29,14 @@ func TestMain(m *testing.M) { childtest.Main(m) }
 // returns its base URL and the process.
 func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
+	url, cmd, _ := startServerLogged(t, env, args...)
+	return url, cmd
+}
+
+// startServerLogged is startServer that also returns the server's log, as it
+// comes.
+func startServerLogged(t testing.TB, env []string, args ...string) (string, *exec.Cmd, *serverLog) {
+	t.Helper()
 	cmd := exec.Command(childtest.Binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
@@ -39,12 +47,44 @@ func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return "http://" + m[1], cmd
+			log := &serverLog{}
+			go func() {
+				for sc.Scan() {
+					log.add(sc.Text())
+				}
+			}()
+			return "http://" + m[1], cmd, log
 		}
 	}
 	t.Fatal("the server never said where it listens")
-	return "", nil
+	return "", nil, nil
+}
+
+// serverLog is what a server wrote to stderr after it started listening.
+type serverLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *serverLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+}
+
+// waitFor waits until a line contains s.
+func (l *serverLog) waitFor(t testing.TB, s string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, line := range l.lines {
+			if strings.Contains(line, s) {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, time.Millisecond, "the server never logged %q", s)
 }
 
 func get(t testing.TB, url string) (int, string) {
@@ -60,7 +100,8 @@ func get(t testing.TB, url string) (int, string) {
 // the driver's init hangs in the server's own process, which is then wedged:
 // liveness fails once the init deadline passes, and SIGTERM still ends it.
 func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
-	url, cmd := startServer(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms", "-preflight", "0")
+	url, cmd, log := startServerLogged(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms", "-preflight", "0",
+		"-log-level", "debug")
 	for range 5 {
 		start := time.Now()
 		code, body := get(t, url+health.ReadyPath)
@@ -80,18 +121,8 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 
 	// A draw waits for the hung init: SIGTERM must end it too, not wait.
 	drawDone := make(chan int, 1)
-	written := make(chan struct{})
 	go func() {
-		// Once the request is written, the server reads and answers it even
-		// if SIGTERM comes first: Shutdown waits for a new connection with
-		// a request to become active rather than closing it as idle.
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(written) }}
-		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url+"/v1/draw?n=4", nil)
-		if err != nil {
-			drawDone <- -2
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.Get(url + "/v1/draw?n=4")
 		if err != nil {
 			drawDone <- -1
 			return
@@ -99,7 +130,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 		resp.Body.Close()
 		drawDone <- resp.StatusCode
 	}()
-	<-written
+	log.waitFor(t, "draw waits for the GPU's initialization") // in the handler, waiting
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -116,6 +116,9 @@ func drawParams(r *http.Request) (ordinal, n int, err error) {
 func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
 	// Wait for the GPU before taking the lock, so that a draw waits for a
 	// slow init no longer than its own request, not behind another's.
+	if !s.rt.IsInitialized() {
+		s.log.Debug("draw waits for the GPU's initialization", "device", ordinal)
+	}
 	err := s.rt.Init(ctx)
 	if device.NoUsableGPU(err) {
 		return s.drawOnCPU(ordinal, n)
