@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
 	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil)},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -27,9 +27,11 @@ lockedcall reports a call of a function value that the calling function cannot
 see (a parameter, a field, a map or slice element, a package variable, the result
 of a call) made while a sync.Mutex or sync.RWMutex is held on some path to the
 call: if that function re-enters code that takes the lock, the program
-deadlocks. Also deferred calls that run before a deferred unlock, range-over-func
-loops over such iterators, and local closures that call such values. Suppress a
-reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
+deadlocks. Also calls of helpers that call such values as they run (reported
+with the chain of calls), what locked helpers (...Locked, or only called with a
+lock held) call, deferred calls that run at a return with a lock held,
+range-over-func loops over such iterators, local closures that call such values,
+and goroutines waited for under the lock. Suppress a reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
 above.`
 
 // interfaces is the -interfaces flag: also report interface method calls on
@@ -55,6 +57,14 @@ type checker struct {
 	closureSites map[*ssa.Function]*ssa.MakeClosure // built on first use
 	calls        map[token.Pos]*ast.CallExpr        // by Lparen; built on first use
 	stores       *storeIndex                        // built on first use
+
+	summaries        map[*ssa.Function][]outCall     // top-level functions' outside calls
+	closureSummaries map[*ssa.Function][]outCall     // closures', in their parent's context
+	imported         map[*types.Func]*CallSummary    // other packages' facts, nil if none
+	releasedAt       map[ssa.Instruction]releaseSeen // see afterRelease
+	condFields       map[*types.Var]condFieldSteps   // see condSteps
+	heldSites        map[ssa.Instruction]siteLock    // static calls of the package's functions made holding a lock
+	exporting        bool                            // exportHooks is asking: an unset hook may still be exported
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -68,6 +78,13 @@ func run(pass *analysis.Pass) (any, error) {
 		effects:    map[*ssa.Function][]LockEffect{},
 		inProgress: map[*ssa.Function]bool{},
 		relevance:  map[*ssa.Function]bool{},
+
+		summaries:        map[*ssa.Function][]outCall{},
+		closureSummaries: map[*ssa.Function][]outCall{},
+		imported:         map[*types.Func]*CallSummary{},
+		releasedAt:       map[ssa.Instruction]releaseSeen{},
+		condFields:       map[*types.Var]condFieldSteps{},
+		heldSites:        map[ssa.Instruction]siteLock{},
 	}
 	funcs := packageFuncs(ssaInfo)
 	for _, fn := range funcs {
@@ -84,7 +101,15 @@ func run(pass *analysis.Pass) (any, error) {
 			findings = append(findings, c.analyze(c.standaloneCtx(fn), newLockState()).findings...)
 		}
 	}
+	for _, fn := range funcs {
+		c.exportSummary(fn)
+	}
+	helpers := c.lockedHelpers()
+	findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
 	c.reportAll(findings)
+	if summaryFacts {
+		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not
+	}
 	return nil, nil
 }
 
@@ -140,6 +165,12 @@ func (c *checker) effectsOf(fn *ssa.Function) []LockEffect {
 	}
 	if e, ok := c.effects[fn]; ok {
 		return e
+	}
+	if fn.String() == "(*sync.Cond).Wait" {
+		// Wait unlocks c.L and locks it again: the caller holds it before
+		// and after, as it was.
+		c.effects[fn] = nil
+		return nil
 	}
 	var effects []LockEffect
 	// Wrappers, thunks and bound methods take other arguments than the
@@ -224,6 +255,9 @@ func (c *checker) standaloneCtx(fn *ssa.Function) *funcCtx {
 // lockName is the mutex as the source spells it at a Lock call, e.g. "o.mu",
 // or "s" for a mutex embedded in s.
 func (c *checker) lockName(common *ssa.CallCommon, p lockPath) string {
+	if p.viaCond {
+		return p.name
+	}
 	if call := c.callAt(common.Pos()); call != nil {
 		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok {
 			return types.ExprString(sel.X)

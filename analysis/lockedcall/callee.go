@@ -111,6 +111,16 @@ func (c *checker) classifyDepth(v ssa.Value, ctx *funcCtx, seen map[ssa.Value]bo
 			return c.classifyDepth(ctx.args[i], ctx.caller, seen, depth+1)
 		case i >= 0 && ctx.parent == nil && c.paramHoldsVisible(ctx.fn, i):
 			return callee{}
+		case i >= 0 && ctx.fn.Parent() != nil:
+			// A func literal called once, where it is made:
+			// defer func(f func()) { hook = f }(hook).
+			if arg := onlyCallArg(ctx.fn, i); arg != nil {
+				parent := ctx.parent
+				if parent == nil {
+					parent = c.standaloneCtx(ctx.fn.Parent())
+				}
+				return c.classifyDepth(arg, parent, seen, depth+1)
+			}
 		}
 		return callee{out: fromParam}
 	case *ssa.FreeVar:
@@ -130,15 +140,28 @@ func (c *checker) classifyDepth(v ssa.Value, ctx *funcCtx, seen map[ssa.Value]bo
 			return callee{}
 		}
 		return callee{out: fromField}
-	case *ssa.Index, *ssa.Lookup:
+	case *ssa.Lookup:
+		if c.mapHoldsVisible(v.X) {
+			return callee{}
+		}
+		return callee{out: fromElement}
+	case *ssa.Index:
 		return callee{out: fromElement}
 	case *ssa.Call:
-		return c.classifyResult(v, ctx, seen, depth)
+		return c.classifyResult(v, 0, ctx, seen, depth)
 	case *ssa.Extract:
 		switch t := v.Tuple.(type) {
 		case *ssa.Call:
-			return c.classifyResult(t, ctx, seen, depth)
-		case *ssa.Lookup, *ssa.Next:
+			return c.classifyResult(t, v.Index, ctx, seen, depth)
+		case *ssa.Lookup:
+			if c.mapHoldsVisible(t.X) {
+				return callee{}
+			}
+			return callee{out: fromElement}
+		case *ssa.Next:
+			if r, ok := t.Iter.(*ssa.Range); ok && v.Index == 2 && c.mapHoldsVisible(r.X) {
+				return callee{}
+			}
 			return callee{out: fromElement}
 		case *ssa.UnOp:
 			return callee{out: fromChannel}
@@ -147,7 +170,10 @@ func (c *checker) classifyDepth(v ssa.Value, ctx *funcCtx, seen map[ssa.Value]bo
 		}
 	case *ssa.Phi:
 		var out callee
-		for _, e := range v.Edges {
+		for i, e := range v.Edges {
+			if nilOnEdge(v, i) {
+				continue // if f != nil { f = visible }: f is nil where it flows in
+			}
 			out = out.merge(c.classifyDepth(e, ctx, seen, depth+1))
 		}
 		return out
@@ -182,6 +208,13 @@ func (c *checker) classifyLoad(addr ssa.Value, ctx *funcCtx, seen map[ssa.Value]
 		}
 		return callee{out: fromField}
 	case *ssa.IndexAddr:
+		if elems, ok := localSliceElems(a.X, 0); ok {
+			var out callee
+			for _, e := range elems {
+				out = out.merge(c.classifyDepth(e, ctx, seen, depth+1))
+			}
+			return out
+		}
 		return callee{out: fromElement}
 	case *ssa.Alloc:
 		// A local variable: whatever was assigned to it in its function.
@@ -210,11 +243,19 @@ func (c *checker) classifyLoad(addr ssa.Value, ctx *funcCtx, seen map[ssa.Value]
 // builds from no function values (maps.Keys(m), slices.Values(s), t.All()):
 // it can only run code reachable by static calls, which the analysis treats as
 // visible, and the loop body, which it analyzes as part of the function.
-func (c *checker) classifyResult(call *ssa.Call, ctx *funcCtx, seen map[ssa.Value]bool, depth int) callee {
+func (c *checker) classifyResult(call *ssa.Call, index int, ctx *funcCtx, seen map[ssa.Value]bool, depth int) callee {
 	common := call.Common()
+	if load, ok := common.Value.(*ssa.UnOp); ok && load.Op == token.MUL {
+		if g, ok := load.X.(*ssa.Global); ok && c.hookResultsVisible(g, index) {
+			return callee{} // a hook that only returns the module's code
+		}
+	}
 	if fn := common.StaticCallee(); fn != nil {
 		if origin := fn.Origin(); origin != nil {
 			fn = origin
+		}
+		if c.resultVisible(fn, index) {
+			return callee{} // a function that returns only code its package wrote
 		}
 		switch qualifiedName(fn) {
 		case "context.WithCancel", "context.WithCancelCause", "context.WithDeadline",

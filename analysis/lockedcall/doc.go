@@ -31,18 +31,45 @@
 //     the lock, whatever the iterator (a package-level iterator function too);
 //   - a call of a local closure that calls such a value while the caller's lock
 //     is still held, reported where the closure is called, naming what it calls;
+//   - a static call of a function that, with the call's arguments, calls such a
+//     value as it runs, directly or through the calls it makes: the callee's
+//     parameter (sync.Once.Do's f), a field reached from one (the receiver's
+//     onEvict), or a value it finds itself. It is reported at the call, naming
+//     the chain (see below);
+//   - in a locked helper, a function that runs with its callers' lock held
+//     (its name ends in Locked, its doc says the lock must be held, or every
+//     call of it in the package holds a lock), what it calls from outside,
+//     reported once at the call in the helper, naming a caller that holds the
+//     lock, rather than at each call of the helper;
+//   - the deferred calls that run at a return while a lock is held: defer fn()
+//     after defer mu.Unlock(), a deferred closure that notifies and then
+//     unlocks (defer func() { cb(); mu.Unlock() }()), and defer cb() where the
+//     function returns with the lock still held;
+//   - the outside calls of a goroutine that the lock holder starts and then
+//     waits for with the lock held, in the same function: a receive from a
+//     channel the goroutine sends on or closes, or a WaitGroup's Wait that it
+//     is Done with;
 //   - with -interfaces, a method call on an interface value that is a
 //     parameter, a field, a package variable or an element (ctx.Err()).
 //
-// Not reported: static calls of functions and methods, local closures that call
-// nothing from outside, go statements (the goroutine does not run under the
-// caller's lock), and calls made after the lock is released.
+// A chain names the functions called on the way to the code from outside:
+//
+//	c.removeOldest() // call of c.removeOldest (it calls c.onEvict, a field: removeOldest → removeElement → c.onEvict) while c.mu is held; ...
+//
+// Not reported: calls of functions and methods that call nothing from outside,
+// local closures that call nothing from outside, go statements whose goroutine
+// is not waited for under the lock, and calls made after the lock is
+// released, in the function or in a callee that releases its caller's lock
+// first.
 //
 // # Locks
 //
 // Lock, RLock, and TryLock and TryRLock on the branch where they succeeded, of
 // sync.Mutex and sync.RWMutex, embedded ones included (s.Lock() locks s.Mutex),
-// and Lock of a sync.Locker (c.L.Lock() on a sync.Cond). A mutex is named by its
+// and Lock of a sync.Locker (c.L.Lock() on a sync.Cond). A sync.Cond's L is the
+// mutex it was made with (sync.NewCond(&s.mu), sync.Cond{L: &mu}), so
+// c.L.Lock() and s.mu.Unlock() take and release one lock, and c.Wait() leaves
+// it held as it found it. A mutex is named by its
 // access path from a parameter, a package variable or a local: o.mu,
 // registry.mu, s.Mutex. A deferred Unlock keeps the mutex held to the end of the
 // function; a deferred Lock (mu.Unlock(); defer mu.Lock()) takes it back there.
@@ -89,12 +116,30 @@
 //   - the cancel and stop functions of package context and signal.NotifyContext;
 //     what sync.OnceFunc, OnceValue and OnceValues return, judged by their
 //     argument; an iterator returned by a static call given no function values
-//     (maps.Keys(m), t.All()).
+//     (maps.Keys(m), t.All());
+//   - the result of a function, of this package or another, that only ever
+//     returns visible code (a close or stop function it builds, a
+//     context.CancelFunc it passes on): carried by its CallSummary fact;
+//   - across the module: an exported package variable or field of an internal
+//     package that its package sets only to visible code (var TimeNow =
+//     time.Now), carried by a VisibleHook fact, and the results of calling
+//     such a hook when they are visible code too; an exported hook of a public
+//     package stays from outside;
+//   - a field of an object the package made itself, from visible code only
+//     (c.lru = lru.New(c.onEvicted)), and a struct value only the package
+//     reaches (var pool = sync.Pool{New: ...}), as seen by the callee's
+//     CallSummary (Get calls p.New);
+//   - an element of a map in an unexported field that the package makes and
+//     fills only with visible code (handlers it wraps itself), and of a slice
+//     a function builds by appending visible code;
+//   - a parameter that reaches a store or call only where a comparison said it
+//     is nil (if cb != nil { cb = c.wrapped }), and the parameter of a func
+//     literal called once where it is made (defer func(f func()) { hook = f }(hook)).
 //
 // # The -interfaces flag
 //
-// It is off by default. On the standard library of Go 1.26.8 it reports 94
-// findings, 82 of them interface method calls, against 11 in the default mode
+// It is off by default. On the standard library of Go 1.26.8 it reports 160
+// findings, 99 of them interface method calls, against 60 in the default mode
 // (see FINDINGS.md in this module). Most
 // are I/O done under a lock on purpose, to serialize it: log.Logger's out.Write,
 // Close of a net.Conn, database/sql calls into its driver. Their implementations
@@ -109,22 +154,60 @@
 // reported itself. golangci-lint's //nolint:lockedcall (and //nolint:all,
 // //nolint) are honoured too.
 //
+// # Cost
+//
+// Each function is summarized once, from its callees' summaries, and a
+// summary holds at most eight outside calls with chains of at most eight
+// functions, so the work stays linear in the size of the package. Other
+// packages' summaries come from CallSummary facts; a callee's outside calls
+// that it finds by itself (its own table's elements, its package variables)
+// are not carried across packages.
+//
 // # Limits
 //
-//   - Static calls are not followed: helper() that runs a stored callback is not
-//     reported when called under a lock; only lock effects cross calls.
-//   - Function values stored by another package (its fields, its variables) are
-//     from outside, whatever that package stores in them.
-//   - Interface dispatch is checked only with -interfaces, one call deep.
+//   - Across packages, only the outside calls a callee reaches from its
+//     parameters (its receiver's fields included) are followed; what another
+//     package calls from its own tables and variables is its business.
+//   - A function value that holds the package's own code (a field set to
+//     c.clientHandshake, a hook set to a package function) is visible, and
+//     what that code calls is not followed.
+//   - A value that the module passes into an exported function of an internal
+//     package (a close callback handed to the transport) is from outside
+//     there: the package cannot see its callers, which come later.
+//   - An exported hook of an internal package is visible by what its own
+//     package and the package using it store; a store by a package that the
+//     user does not import (a test of a third package) is not seen.
+//   - The result of an interface method call is from outside, even where every
+//     implementation is the module's own.
+//   - Interface dispatch is checked only with -interfaces, one call deep, and
+//     summaries do not follow interface calls.
 //   - Mutexes are identified by access path, so aliases (p := &o.mu) are
 //     different mutexes, and a mutex reached through a call (lockFor(k).Lock())
 //     is only matched with the same SSA value.
-//   - Elements of slices and maps are from outside even when the package fills
-//     them with its own closures.
+//   - Elements of slices and maps are from outside, except a map in an
+//     unexported field that the package makes itself and fills only with
+//     visible code, and a slice a function builds by appending visible code;
+//     a map handed to a function (other than as an interface value) counts as
+//     filled elsewhere.
 //   - Parameters of a local closure are from outside unless the closure is
-//     called directly where the lock is held.
-//   - Code run by another goroutine while the lock holder waits for it (a
-//     callback handed over on a channel) is not seen.
+//     called directly where the lock is held, or called once where it is
+//     made.
+//   - A locked helper's doc comment is matched by phrase ("must be called
+//     with", "caller must hold", "must be held"), which can misread a comment.
+//   - Summaries are of what a function may call as it runs, whatever it holds
+//     then; a call made after the function released its caller's lock on
+//     every path is left out, one released on some paths is not.
+//   - A goroutine handoff is seen only within one function: a func literal
+//     started with go, and a receive from its channel or a WaitGroup Wait,
+//     both with the lock held. A goroutine started elsewhere, a callback sent
+//     to a worker over a channel, or a wait in a callee is not seen.
+//   - Locked helpers are recognized by name (…Locked), by doc comments that
+//     say a lock must be held, or by every call in the package holding one;
+//     a documented helper without such a call names no lock ("a lock is
+//     held").
+//   - A deferred call's registration order is taken as block order; a defer in
+//     a loop counts once, and deferred calls are checked at returns, not where
+//     a panic unwinds.
 //   - A helper that locks on some paths only (a TryLock wrapper) exports no fact.
 //   - Reflection, unsafe and go:linkname are not modelled.
 package lockedcall

@@ -85,7 +85,7 @@ func effectsFromExit(fn *ssa.Function, exit *lockState) []LockEffect {
 	isMethod := fn.Signature.Recv() != nil
 	var out []LockEffect
 	for _, h := range exit.locks() {
-		if h.must && h.path.portable {
+		if h.must && h.path.portable && !h.reacquired {
 			out = append(out, newEffect(h.path, false, h.read, isMethod))
 		}
 	}

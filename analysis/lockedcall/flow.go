@@ -16,7 +16,10 @@ type flow struct {
 	// relockAtReturn are the mutexes that deferred calls lock again on some
 	// path; the function returns holding them.
 	relockAtReturn map[string]pendingLock
-	memo           map[memoKey]result // closures and loop bodies analyzed at a call site
+	memo           map[memoKey]result               // closures and loop bodies analyzed at a call site
+	defers         map[*ssa.BasicBlock][]*ssa.Defer // by block: those that may run at its return, latest first
+	gos            []goSite                         // go statements under a lock (see handoff.go)
+	waits          []waitSite
 
 	reporting bool // the fixpoint is reached: record findings and the exit state
 	findings  []finding
@@ -82,6 +85,7 @@ func (c *checker) analyze(ctx *funcCtx, entry *lockState) result {
 			f.block(b, in[b.Index].clone())
 		}
 	}
+	f.handoffs()
 	return result{exit: f.exit, findings: f.findings}
 }
 
@@ -107,12 +111,16 @@ func (f *flow) edge(b *ssa.BasicBlock, i int, out *lockState) *lockState {
 // block applies the block's instructions to st, which it owns.
 func (f *flow) block(b *ssa.BasicBlock, st *lockState) *lockState {
 	for _, instr := range b.Instrs {
+		f.noteHandoff(instr, st)
 		switch instr := instr.(type) {
 		case *ssa.Call:
+			f.noteRelease(instr, st)
 			st = f.call(instr.Common(), instr, st)
 		case *ssa.Defer:
+			f.noteRelease(instr, st)
 			f.deferCall(instr, st)
 		case *ssa.Return:
+			f.runDefers(instr, st)
 			f.exit = join(f.exit, f.returning(st))
 		}
 		// *ssa.Go is left out on purpose: the goroutine does not run under
@@ -168,11 +176,13 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 		return st
 	}
 	if actions, ok := f.lockActions(common); ok {
+		f.noteSite(site, common, st)
+		f.chainCall(common, st.locks(), callUnderLock)
 		f.applyNow(actions, site, st)
 		return st
 	}
 	if common.IsInvoke() {
-		f.interfaceCall(common, st, callUnderLock)
+		f.interfaceCall(common, st.locks(), callUnderLock)
 		return st
 	}
 	target := f.c.classify(common.Value, f.ctx)
@@ -190,12 +200,8 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 }
 
 // interfaceCall records, under -interfaces, a method call on an interface
-// value that the caller chose, made while a lock is held.
-func (f *flow) interfaceCall(common *ssa.CallCommon, st *lockState, kind findingKind) {
-	locks := st.locks()
-	if kind == deferBeforeUnlock {
-		locks = st.deferredLocks()
-	}
+// value that the caller chose, made while locks are held.
+func (f *flow) interfaceCall(common *ssa.CallCommon, locks []heldLock, kind findingKind) {
 	if !f.c.interfaces || len(locks) == 0 {
 		return
 	}

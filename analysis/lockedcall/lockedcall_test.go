@@ -9,22 +9,29 @@ import (
 )
 
 func TestPlainCalls(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "basic", "owned")
 }
 
 func TestPyTorchLazyInit(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "pytorch")
 }
 
 func TestHelperFacts(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "helpers", "lockutil", "lockuser")
+	restore := lockedcall.SetSummaryFacts(false)
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "helpers")
+	restore()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "lockutil", "lockuser")
 }
 
 func TestDirectives(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "suppress")
 }
 
 func TestInterfacesFlag(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "ifacesoff")
 	setFlag(t, "interfaces", "true")
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "ifaces")
@@ -38,4 +45,32 @@ func setFlag(t *testing.T, name, value string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lockedcall.Analyzer.Flags.Set(name, old) })
+}
+
+func TestCondIsItsMutex(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "cond")
+}
+
+func TestHelperChains(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "chain")
+}
+
+func TestLockedHelpers(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "lockedhelper")
+}
+
+func TestChainsAcrossPackages(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "chainlib", "chainuser")
+}
+
+func TestModuleVisibility(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "modvis/internal/clock", "modvis/internal/transport", "modvis/public", "modvis/client")
+}
+
+func TestGoroutineHandoff(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "handoff")
 }

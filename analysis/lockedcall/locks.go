@@ -26,6 +26,8 @@ type lockPath struct {
 	global    string // "import/path.name"
 	globalPkg string // the name of global's package
 	steps     []string
+
+	viaCond bool // reached through a sync.Cond's L: name it as the mutex
 }
 
 // extend returns the path one step further: a field name or an index.
@@ -137,6 +139,11 @@ func (c *checker) pathOfDepth(v ssa.Value, ctx *funcCtx, depth int) lockPath {
 	}
 	switch v := v.(type) {
 	case *ssa.FieldAddr:
+		if isCondL(v.X.Type(), v.Field) {
+			if p, ok := c.condLock(v.X, ctx, depth+1); ok {
+				return p
+			}
+		}
 		return c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)
 	case *ssa.Field:
 		return c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)

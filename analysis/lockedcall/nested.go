@@ -6,8 +6,8 @@ import (
 	"golang.org/x/tools/go/ssa"
 )
 
-// This file follows code that runs inside a call: local closures, loop bodies
-// of range-over-func loops, and deferred calls.
+// This file follows code that runs inside a call: local closures and loop
+// bodies of range-over-func loops. Deferred calls are in defers.go.
 
 // closures analyzes the local closures a call may run, from the caller's state.
 // It returns the state after the call (nil if none returns) and the first
@@ -60,8 +60,10 @@ func callerExit(exit, before *lockState) *lockState {
 }
 
 // firstUnder returns the first finding that involves a lock held in st, with
-// its locks narrowed to those.
+// its locks narrowed to those, and the others as its alternatives: the
+// message names the first that is not reported elsewhere (dropCoveredChains).
 func firstUnder(findings []finding, st *lockState) *finding {
+	var under []finding
 	for _, fd := range findings {
 		var locks []heldLock
 		for _, h := range fd.locks {
@@ -71,10 +73,15 @@ func firstUnder(findings []finding, st *lockState) *finding {
 		}
 		if len(locks) > 0 {
 			fd.locks = locks
-			return &fd
+			under = append(under, fd)
 		}
 	}
-	return nil
+	if len(under) == 0 {
+		return nil
+	}
+	first := under[0]
+	first.alts = under[1:]
+	return &first
 }
 
 // rangeYield returns the loop body of a range-over-func loop, which SSA passes
@@ -115,46 +122,4 @@ func (f *flow) rangeOverFunc(common *ssa.CallCommon, yield *ssa.MakeClosure, sit
 	if actions, ok := f.lockActions(common); ok {
 		f.applyNow(actions, nil, st)
 	}
-}
-
-// deferCall handles a defer statement. A deferred unlock keeps the mutex held
-// to the end of the function; a deferred call of outside code registered after
-// it runs first, under the mutex. What a deferred call does to mutexes (a lock
-// operation, a helper's effects, a closure's) happens at return.
-func (f *flow) deferCall(d *ssa.Defer, st *lockState) {
-	common := d.Common()
-	if actions, ok := f.lockActions(common); ok {
-		f.atReturn(actions, st)
-		return
-	}
-	if common.IsInvoke() {
-		f.interfaceCall(common, st, deferBeforeUnlock)
-		return
-	}
-	pending := st.deferredLocks()
-	target := f.c.classify(common.Value, f.ctx)
-	if target.out != visible && len(pending) > 0 {
-		f.report(finding{kind: deferBeforeUnlock, pos: common.Pos(), out: target.out, locks: pending})
-	}
-	deferredOnly := newLockState()
-	for _, h := range pending {
-		deferredOnly.held[h.path.key] = h
-	}
-	exit, _ := f.closures(target.closures, common, d, st)
-	if inner := f.deferredInner(target.closures, common, d, deferredOnly); inner != nil {
-		f.report(finding{kind: deferBeforeUnlock, pos: common.Pos(), inner: inner, locks: inner.locks})
-	}
-	if exit != nil {
-		f.atReturn(exitActions(st, exit), st)
-	}
-}
-
-// deferredInner analyzes a deferred closure from the locks that will still be
-// held when it runs: those a deferred unlock registered before it releases.
-func (f *flow) deferredInner(refs []closureRef, common *ssa.CallCommon, site ssa.Instruction, pending *lockState) *finding {
-	if len(pending.held) == 0 {
-		return nil
-	}
-	_, inner := f.closures(refs, common, site, pending)
-	return inner
 }

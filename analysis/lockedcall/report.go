@@ -19,6 +19,7 @@ const (
 	closureUnderLock                     // step() while mu is held, and step calls fn
 	rangeUnderLock                       // for x := range seq while mu is held
 	deferBeforeUnlock                    // defer fn() after defer mu.Unlock()
+	deferAtReturn                        // defer fn() that runs as the function returns holding mu
 )
 
 // finding is one call of outside code under a lock, before it is rendered.
@@ -27,8 +28,12 @@ type finding struct {
 	pos       token.Pos // the call's '(' (or the for of a range loop)
 	rangeStmt *ast.RangeStmt
 	out       origin
-	method    string   // for an interface method call: the method
-	inner     *finding // for a closure: what it calls from outside
+	method    string    // for an interface method call: the method
+	inner     *finding  // for a closure: what it calls from outside
+	alts      []finding // other things the closure calls from outside, in case inner is reported elsewhere
+	calls     *outCall  // for a static call: what its callee calls from outside
+	step      int       // for a deferred call: its place in the order deferred calls run
+	note      string    // why the locks are held where that is not plain: a locked helper, a waited-for goroutine
 	locks     []heldLock
 }
 
@@ -39,9 +44,14 @@ func (c *checker) subject(fd *finding) (text, what, reenters string) {
 	case fd.rangeStmt != nil:
 		text = types.ExprString(fd.rangeStmt.X)
 		return text, fd.out.describe(), text
+	case fd.inner != nil && fd.inner.calls != nil && c.callAt(fd.inner.pos) == nil:
+		// A wrapper's call (a method value's): the chain says it all.
+		return c.calleeText(fd.pos), "a closure that " + strings.TrimPrefix(describeChain(fd.inner.calls), "it "), fd.inner.calls.text
 	case fd.inner != nil:
 		innerText, innerWhat, innerReenters := c.subject(fd.inner)
 		return c.calleeText(fd.pos), "a closure that calls " + innerText + ", " + innerWhat, innerReenters
+	case fd.calls != nil:
+		return c.calleeText(fd.pos), describeChain(fd.calls), fd.calls.text
 	case fd.method != "":
 		text = c.calleeText(fd.pos)
 		return text, "an interface method; the receiver is " + fd.out.describe(), text
@@ -77,9 +87,16 @@ func (c *checker) message(fd *finding) string {
 		}
 		return fmt.Sprintf("deferred call of %s (%s) runs before the deferred unlock of %s; if %s re-enters, this deadlocks",
 			text, what, strings.Join(names, " and "), reenters)
+	case deferAtReturn:
+		return fmt.Sprintf("deferred call of %s (%s) runs at return while %s; if %s re-enters, this deadlocks",
+			text, what, describeLocks(fd.locks), reenters)
+	}
+	held := describeLocks(fd.locks)
+	if fd.note != "" {
+		held += " (" + fd.note + ")"
 	}
 	return fmt.Sprintf("call of %s (%s) while %s; if %s re-enters, this deadlocks",
-		text, what, describeLocks(fd.locks), reenters)
+		text, what, held, reenters)
 }
 
 // reportPos is where a finding is reported: the start of the call expression,

@@ -17,6 +17,10 @@ type heldLock struct {
 	// mutex as the function returns: the mutex is still held until then, and
 	// calls deferred after that release runs before it.
 	deferred bool
+	// reacquired is true for a lock of the caller's that the function
+	// released and took again: it is held, but the function did not take it
+	// for its caller, so it is no effect of the function's.
+	reacquired bool
 }
 
 // releasedLock is a mutex that the function released without taking it first:
@@ -55,7 +59,8 @@ func (s *lockState) clone() *lockState {
 
 // acquire records that the mutex at p is now held on every path.
 func (s *lockState) acquire(p lockPath, name string, read bool) {
-	s.held[p.key] = heldLock{path: p, name: name, read: read, must: true}
+	_, callers := s.released[p.key]
+	s.held[p.key] = heldLock{path: p, name: name, read: read, must: true, reacquired: callers}
 	delete(s.released, p.key)
 }
 
@@ -80,17 +85,6 @@ func (s *lockState) deferRelease(p lockPath, must bool) {
 		return
 	}
 	s.released[p.key] = releasedLock{path: p, must: must}
-}
-
-// deferredLocks returns the held mutexes that a deferred call will release.
-func (s *lockState) deferredLocks() []heldLock {
-	var out []heldLock
-	for _, h := range s.held {
-		if h.deferred {
-			out = append(out, h)
-		}
-	}
-	return sortLocks(out)
 }
 
 // locks returns every held mutex, sorted by name for stable messages.
@@ -127,6 +121,7 @@ func join(s, other *lockState) *lockState {
 		h.must = h.must && ok && o.must
 		h.deferred = h.deferred || (ok && o.deferred)
 		h.read = h.read && (!ok || o.read)
+		h.reacquired = h.reacquired || (ok && o.reacquired)
 		out.held[k] = h
 	}
 	for k, o := range other.held {
@@ -159,7 +154,7 @@ func equal(a, b *lockState) bool {
 	}
 	for k, h := range a.held {
 		o, ok := b.held[k]
-		if !ok || o.must != h.must || o.deferred != h.deferred || o.read != h.read {
+		if !ok || o.must != h.must || o.deferred != h.deferred || o.read != h.read || o.reacquired != h.reacquired {
 			return false
 		}
 	}

@@ -28,6 +28,14 @@ type storeIndex struct {
 	escaped      map[any]bool // fields, package variables and functions used in ways not tracked
 	callSites    map[*ssa.Function][]storedCall
 	invoked      map[string]bool // method names called through an interface
+	// pathStores are the stores below a struct value only the package
+	// reaches (see ownedPathVisible), by root and fields ("g:bufPool.New");
+	// wholeStores are the roots assigned as a whole from something else.
+	pathStores  map[string][]storedValue
+	elemStores  map[*types.Var][]storedValue // m.fns[k] = v, by the map field
+	escapedMaps map[*types.Var]bool
+	wholeStores map[string]bool
+	pkg         *types.Package
 
 	verdicts   map[any]bool // memoized answers
 	inProgress map[any]bool
@@ -40,8 +48,9 @@ type storedValue struct {
 }
 
 type storedCall struct {
-	args []ssa.Value
-	ctx  *funcCtx
+	args  []ssa.Value
+	ctx   *funcCtx
+	instr ssa.Instruction
 }
 
 func (c *checker) index() *storeIndex {
@@ -54,6 +63,11 @@ func (c *checker) index() *storeIndex {
 		escaped:      map[any]bool{},
 		callSites:    map[*ssa.Function][]storedCall{},
 		invoked:      map[string]bool{},
+		pathStores:   map[string][]storedValue{},
+		elemStores:   map[*types.Var][]storedValue{},
+		escapedMaps:  map[*types.Var]bool{},
+		wholeStores:  map[string]bool{},
+		pkg:          c.pass.Pkg,
 		verdicts:     map[any]bool{},
 		inProgress:   map[any]bool{},
 	}
@@ -73,6 +87,7 @@ func (c *checker) index() *storeIndex {
 func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 	switch instr := instr.(type) {
 	case *ssa.Store:
+		ix.scanPath(instr, ctx)
 		switch addr := instr.Addr.(type) {
 		case *ssa.FieldAddr:
 			if v := fieldVar(addr.X.Type(), addr.Field); v != nil {
@@ -80,6 +95,14 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 			}
 		case *ssa.Global:
 			ix.globalStores[addr] = append(ix.globalStores[addr], storedValue{instr.Val, ctx})
+		}
+	case *ssa.MapUpdate:
+		if f := mapField(instr.Map); f != nil {
+			ix.elemStores[f] = append(ix.elemStores[f], storedValue{instr.Value, ctx})
+		}
+	case *ssa.UnOp:
+		if f := mapField(instr); f != nil && !onlyIndexed(instr) {
+			ix.escapedMaps[f] = true // the map goes where its stores are not seen
 		}
 	case *ssa.FieldAddr:
 		// &x.f handed to anything but a load or a store can be written
@@ -92,7 +115,7 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 		if common.IsInvoke() {
 			ix.invoked[common.Method.Name()] = true
 		} else if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
-			ix.callSites[fn] = append(ix.callSites[fn], storedCall{common.Args, ctx})
+			ix.callSites[fn] = append(ix.callSites[fn], storedCall{common.Args, ctx, instr})
 		}
 	}
 	var operands [8]*ssa.Value
@@ -169,21 +192,33 @@ func fieldVar(t types.Type, i int) *types.Var {
 
 // fieldHoldsVisible reports whether an unexported field of this package only
 // ever holds visible code.
+//
+// An exported field of an internal package of the module counts too, when
+// the package stores only visible code in it and at least once (see
+// moduleHook); so does one of another package of the module, by its
+// VisibleHook fact.
 func (c *checker) fieldHoldsVisible(v *types.Var) bool {
-	if v == nil || v.Exported() || v.Pkg() != c.pass.Pkg {
+	if v == nil || !c.ownsHook(v) {
 		return false
 	}
 	ix := c.index()
-	return !ix.escaped[v] && c.verdict(v, func() bool { return c.allVisible(ix.fieldStores[v]) })
+	stores := ix.fieldStores[v]
+	return !ix.escaped[v] && c.verdict(v, func() bool {
+		return c.allVisible(stores) && c.moduleHook(v, len(stores))
+	})
 }
 
 // globalHoldsVisible is fieldHoldsVisible for a package variable.
 func (c *checker) globalHoldsVisible(g *ssa.Global) bool {
-	if g.Pkg == nil || g.Pkg.Pkg != c.pass.Pkg || token.IsExported(g.Name()) {
+	obj := g.Object()
+	if g.Pkg == nil || obj == nil || !c.ownsHook(obj) {
 		return false
 	}
 	ix := c.index()
-	return !ix.escaped[g] && c.verdict(g, func() bool { return c.allVisible(ix.globalStores[g]) })
+	stores := ix.globalStores[g]
+	return !ix.escaped[g] && c.verdict(g, func() bool {
+		return c.allVisible(stores) && c.moduleHook(obj, len(stores))
+	})
 }
 
 // paramHoldsVisible reports whether parameter i of a top-level function only
@@ -199,11 +234,7 @@ func (c *checker) paramHoldsVisible(fn *ssa.Function, i int) bool {
 	if ix.escaped[fn] || ix.escaped[obj] || (obj.Signature().Recv() != nil && ix.invoked[obj.Name()]) {
 		return false
 	}
-	key := struct {
-		fn *ssa.Function
-		i  int
-	}{fn, i}
-	return c.verdict(key, func() bool {
+	return c.verdict(paramKey{fn, i}, func() bool {
 		sites := ix.callSites[fn]
 		if len(sites) == 0 {
 			return false // no caller here: it may be called by linkname or from a test

@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -26,8 +29,9 @@ func (r *Registry) Open(name string) error {
 }
 `
 
-// TestCommand builds lockedcall and runs it the two ways the README gives:
-// standalone (file:line:col: message, exit 3) and as go vet's tool (exit 1).
+// TestCommand builds lockedcall and runs it the ways the README gives:
+// standalone (file:line:col: message on stdout, exit 3), standalone with
+// -json (go vet -json's shape, on stdout) and as go vet's tool (exit 1).
 func TestCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command and runs go vet")
@@ -45,21 +49,54 @@ func TestCommand(t *testing.T) {
 		name     string
 		args     []string
 		wantCode int
+		stdout   bool // the findings are on stdout, not stderr
 	}{
-		{"standalone", []string{bin, "./..."}, 3},
-		{"go vet", []string{"go", "vet", "-vettool=" + bin, "./..."}, 1},
+		{"standalone", []string{bin, "./..."}, 3, true},
+		{"go vet", []string{"go", "vet", "-vettool=" + bin, "./..."}, 1, false},
 	} {
-		cmd := exec.Command(run.args[0], run.args[1:]...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != run.wantCode {
-			t.Errorf("%s: got %v, want exit status %d\n%s", run.name, err, run.wantCode, out)
+		stdout, stderr, code := runIn(t, dir, run.args...)
+		if code != run.wantCode {
+			t.Errorf("%s: exit status %d, want %d\n%s%s", run.name, code, run.wantCode, stdout, stderr)
+		}
+		out := stderr
+		if run.stdout {
+			out = stdout
 		}
 		if !want.Match(out) {
-			t.Errorf("%s: output does not match %s:\n%s", run.name, want, out)
+			t.Errorf("%s: output does not match %s:\nstdout:\n%s\nstderr:\n%s", run.name, want, stdout, stderr)
 		}
 	}
+
+	stdout, stderr, code := runIn(t, dir, bin, "-json", "./...")
+	if code != 0 {
+		t.Fatalf("-json: exit status %d\n%s", code, stderr)
+	}
+	var report map[string]map[string][]struct{ Posn, Message string }
+	if err := json.Unmarshal(stdout, &report); err != nil {
+		t.Fatalf("-json: %v\n%s", err, stdout)
+	}
+	diags := report["example.com/user"]["lockedcall"]
+	if len(diags) != 1 || !strings.HasSuffix(diags[0].Posn, "user.go:13:9") || !want.MatchString("user.go:13:9: "+diags[0].Message) {
+		t.Errorf("-json: got %+v, want the one finding at user.go:13:9", report)
+	}
+}
+
+// runIn runs a command in dir and returns its output and exit status.
+func runIn(t *testing.T, dir string, args ...string) (stdout, stderr []byte, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.Bytes(), errOut.Bytes(), code
 }
 
 func writeFile(t *testing.T, name, content string) {

@@ -147,6 +147,11 @@ func (s *Embedded) Run() {
 	s.cb()
 }
 
+// Stamp calls nothing from outside.
+func (s *Embedded) Stamp() int { return len(s.name()) }
+
+func (s *Embedded) name() string { return "embedded" }
+
 func TryLock(o *Obj, fn func()) {
 	if o.mu.TryLock() {
 		fn() // want `call of fn \(a parameter\) while o.mu is held`

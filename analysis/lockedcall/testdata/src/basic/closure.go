@@ -54,11 +54,16 @@ func Recursive(o *Obj, n int) {
 	o.mu.Unlock()
 }
 
-// MethodValue: a bound method of a concrete type is visible code.
+// MethodValue: a bound method of a concrete type is visible code, and what
+// it calls is followed: Run calls its receiver's cb.
 func MethodValue(o *Obj, e *Embedded) {
 	run := e.Run
 	o.mu.Lock()
-	run()
+	run() // want `call of run \(a closure that calls s.cb, a field: Run → s.cb\) while o.mu is held`
+	o.mu.Unlock()
+	stamp := e.Stamp
+	o.mu.Lock()
+	stamp()
 	o.mu.Unlock()
 }
 

@@ -48,3 +48,43 @@ func DeferredClosureThatUnlocksFirst(o *Obj, fn func()) {
 		fn()
 	}()
 }
+
+// NotifyThenUnlock: the deferred closure calls fn and then unlocks, so fn
+// runs at return, under the lock.
+func NotifyThenUnlock(o *Obj, fn func()) {
+	o.mu.Lock()
+	defer func() { // want `deferred call of a func literal \(a closure that calls fn, a parameter\) runs at return while o.mu is held`
+		fn()
+		o.mu.Unlock()
+	}()
+}
+
+// DoneVariable: the same closure, deferred through a variable.
+func DoneVariable(o *Obj, fn func()) {
+	o.mu.Lock()
+	done := func() {
+		fn()
+		o.mu.Unlock()
+	}
+	defer done() // want `deferred call of done \(a closure that calls fn, a parameter\) runs at return while o.mu is held`
+}
+
+// HeldAtReturn returns with the lock held: what it defers runs under it.
+func HeldAtReturn(o *Obj, fn func()) { // want HeldAtReturn:"acquires param 0 field mu"
+	o.mu.Lock()
+	defer fn() // want `deferred call of fn \(a parameter\) runs at return while o.mu is held`
+}
+
+// ReleasedOnOnePath: fn runs at a return where the lock is held, and the
+// other return released it first.
+func ReleasedOnOnePath(o *Obj, fn func(), early bool) {
+	defer fn() // want `deferred call of fn \(a parameter\) runs at return while o.mu is held`
+	o.mu.Lock()
+	if early {
+		o.mu.Unlock()
+		return
+	}
+	o.touch()
+}
+
+func (o *Obj) touch() {}

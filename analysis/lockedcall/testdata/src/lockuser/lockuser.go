@@ -7,7 +7,7 @@ type Service struct {
 	g lockutil.Guarded
 }
 
-func (s *Service) Run(cb func()) {
+func (s *Service) Run(cb func()) { // want Run:"calls param 0 field g.Fn \\(s.g.Fn\\); calls param 1 \\(cb\\)"
 	s.g.Lock()
 	s.g.Fn() // want `call of s.g.Fn \(a field\) while s.g.mu is held`
 	s.g.Unlock()
@@ -17,7 +17,7 @@ func (s *Service) Run(cb func()) {
 	s.g.RUnlock()
 }
 
-func Global(cb func()) {
+func Global(cb func()) { // want Global:"calls param 0 \\(cb\\)"
 	lockutil.LockGlobal()
 	cb() // want `call of cb \(a parameter\) while lockutil.global is held`
 	lockutil.UnlockGlobal()

@@ -97,3 +97,94 @@ func (d *device) Clear() { d.visit(func(s *state) { s.seed = 0 }) }
 
 // forward passes its own parameter on: visit's argument comes from outside.
 func (d *device) Forward(fn func(*state)) { d.visit(fn) }
+
+// Guarded replaces a caller's callback with its own before storing it, when
+// there is one: the parameter only flows on where it is nil.
+type Guarded struct {
+	mu      sync.Mutex
+	onEvict func()
+}
+
+func NewGuarded(onEvict func()) *Guarded {
+	g := &Guarded{}
+	if onEvict != nil {
+		onEvict = g.evicted
+	}
+	g.onEvict = onEvict
+	return g
+}
+
+func (g *Guarded) evicted() {}
+
+func (g *Guarded) Evict() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.onEvict != nil {
+		g.onEvict()
+	}
+}
+
+// A test override that restores the hook through a deferred func literal's
+// parameter: the argument is the hook itself.
+func OverrideForTest() {
+	defer func(saved func() time.Time) { nowFunc = saved }(nowFunc)
+	nowFunc = func() time.Time { return time.Time{} }
+}
+
+// Events keeps handlers it wraps itself in a map: they are visible code; a
+// map it fills with the caller's functions is not.
+type Events struct {
+	mu      sync.RWMutex
+	wrapped map[int]func()
+	raw     map[int]func()
+	wg      sync.WaitGroup
+	nextID  int
+}
+
+func NewEvents() *Events {
+	return &Events{wrapped: map[int]func(){}, raw: make(map[int]func())}
+}
+
+func (e *Events) On(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nextID++
+	e.wrapped[e.nextID] = func() {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			fn()
+		}()
+	}
+	e.raw[e.nextID] = fn
+}
+
+func (e *Events) Fire() {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, fn := range e.wrapped {
+		fn()
+	}
+	e.wrapped[1]()
+	for _, fn := range e.raw {
+		fn() // want `call of fn \(a map or slice element\) while e.mu is read-locked`
+	}
+}
+
+// Collected copies the wrapped handlers into a slice of its own and calls
+// them from there: still visible code. Appending a caller's value is not.
+func (e *Events) Collected(extra func()) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var fns []func()
+	for _, fn := range e.wrapped {
+		fns = append(fns, fn)
+	}
+	for _, fn := range fns {
+		fn()
+	}
+	more := append(fns, extra)
+	for _, fn := range more {
+		fn() // want `call of fn \(a parameter\) while e.mu is read-locked`
+	}
+}

@@ -1,0 +1,240 @@
+package lockedcall
+
+import (
+	"fmt"
+	"go/token"
+	"go/types"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/ssa"
+)
+
+// resultVisible reports whether result i of fn only ever holds visible code:
+// every return gives a static function, a method value, a closure that calls
+// nothing from outside, or nil. A stop or close function that a package builds
+// and returns is its own code to the caller, in this package or, through
+// CallSummary facts, in another.
+func (c *checker) resultVisible(fn *ssa.Function, i int) bool {
+	if origin := fn.Origin(); origin != nil {
+		fn = origin
+	}
+	if !c.srcFuncs[fn] {
+		if fact := c.importedSummary(fn); fact != nil {
+			for _, j := range fact.VisibleResults {
+				if j == i {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return c.verdict(resultKey{fn, i}, func() bool {
+		ctx := &funcCtx{fn: fn}
+		returns := 0
+		for _, b := range fn.Blocks {
+			ret, ok := b.Instrs[len(b.Instrs)-1].(*ssa.Return)
+			if !ok || i >= len(ret.Results) {
+				continue
+			}
+			returns++
+			if !c.isVisibleCode(ret.Results[i], ctx, 0) {
+				return false
+			}
+		}
+		return returns > 0
+	})
+}
+
+// madeHere reports whether v is an object the package made itself, from
+// visible code only: an unexported field or package variable of this package
+// whose every store is the result of a static call (a constructor) given no
+// code from outside. What the object's methods call through its own fields is
+// then what the package gave it: c.lru = chainlib.NewLRU(c.count).
+func (c *checker) madeHere(v ssa.Value, ctx *funcCtx) bool {
+	v, _ = resolveFreeVar(v, ctx)
+	load, ok := v.(*ssa.UnOp)
+	if !ok || load.Op != token.MUL {
+		return false
+	}
+	ix := c.index()
+	var stores []storedValue
+	switch addr := load.X.(type) {
+	case *ssa.FieldAddr:
+		f := fieldVar(addr.X.Type(), addr.Field)
+		if f == nil || f.Pkg() != c.pass.Pkg || f.Exported() || ix.escaped[f] {
+			return false
+		}
+		stores = ix.fieldStores[f]
+	case *ssa.Global:
+		if addr.Pkg == nil || addr.Pkg.Pkg != c.pass.Pkg || token.IsExported(addr.Name()) || ix.escaped[addr] {
+			return false
+		}
+		stores = ix.globalStores[addr]
+	default:
+		return false
+	}
+	if len(stores) == 0 {
+		return false
+	}
+	for _, s := range stores {
+		v := s.v
+		if x, ok := v.(*ssa.Extract); ok {
+			v = x.Tuple
+		}
+		if k, ok := v.(*ssa.Const); ok && k.IsNil() {
+			continue
+		}
+		call, ok := v.(*ssa.Call)
+		if !ok || call.Call.StaticCallee() == nil {
+			return false
+		}
+		for _, arg := range call.Call.Args {
+			if holdsCode(arg.Type()) && !c.isVisibleCode(arg, s.ctx, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// VisibleHook is the fact lockedcall exports for an exported package variable
+// or field of an internal package that the package only ever sets to visible
+// code: a clock or a shuffle (var TimeNow = time.Now) that the module's other
+// packages call. Only the module can set it, so there it is visible code too.
+type VisibleHook struct {
+	Results []int // indexes of function-typed results that are visible code as well
+	// Unset is true when the declaring package never sets the hook: a user
+	// of the hook must set it itself (lrsclientinternal.TimeNow = time.Now).
+	Unset bool
+}
+
+// AFact marks VisibleHook as an analysis fact.
+func (*VisibleHook) AFact() {}
+
+func (h *VisibleHook) String() string {
+	if h.Unset {
+		return "holds visible code where set"
+	}
+	if len(h.Results) > 0 {
+		return fmt.Sprintf("holds visible code; results %v too", h.Results)
+	}
+	return "holds visible code"
+}
+
+// resultKey and paramKey name verdicts about a function's result and
+// parameter i: distinct types, so that the two never share an answer.
+type (
+	resultKey struct {
+		fn *ssa.Function
+		i  int
+	}
+	paramKey struct {
+		fn *ssa.Function
+		i  int
+	}
+)
+
+// ownsHook reports whether only this module can set obj: unexported and of
+// this package, or exported by an internal package of the module.
+func (c *checker) ownsHook(obj types.Object) bool {
+	pkg := obj.Pkg()
+	if pkg == nil {
+		return false
+	}
+	if !obj.Exported() {
+		return pkg == c.pass.Pkg
+	}
+	return isInternal(pkg.Path()) && (pkg == c.pass.Pkg || c.sameModule(pkg.Path()))
+}
+
+// moduleHook is the rest of the verdict on a hook whose stores in this
+// package are visible: an exported one of this package must be set here at
+// least once (the module's other packages are not seen); one of another
+// package needs that package's VisibleHook fact.
+func (c *checker) moduleHook(obj types.Object, stores int) bool {
+	switch {
+	case obj.Pkg() != c.pass.Pkg:
+		var fact VisibleHook
+		return c.pass.ImportObjectFact(obj, &fact) && (!fact.Unset || stores > 0)
+	case obj.Exported():
+		return stores > 0 || c.exporting
+	}
+	return true
+}
+
+// isInternal reports whether a package path has an internal element.
+func isInternal(path string) bool {
+	return path == "internal" || strings.HasPrefix(path, "internal/") ||
+		strings.HasSuffix(path, "/internal") || strings.Contains(path, "/internal/")
+}
+
+// sameModule reports whether a package is of this package's module; without
+// module information (the standard library, GOPATH) both must lack a dot in
+// their first path element.
+func (c *checker) sameModule(path string) bool {
+	if m := c.pass.Module; m != nil && m.Path != "" {
+		return path == m.Path || strings.HasPrefix(path, m.Path+"/")
+	}
+	first := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
+	return !strings.Contains(first(path), ".") && !strings.Contains(first(c.pass.Pkg.Path()), ".")
+}
+
+// hookResultsVisible reports whether result i of whatever the hook g holds is
+// visible code: closeFn := internal.TimeAfterFunc(d, f) when TimeAfterFunc
+// only ever holds a function that returns a closure stopping a timer.
+func (c *checker) hookResultsVisible(g *ssa.Global, i int) bool {
+	obj := g.Object()
+	if obj == nil || !c.globalHoldsVisible(g) {
+		return false
+	}
+	if obj.Pkg() != c.pass.Pkg {
+		var fact VisibleHook
+		return c.pass.ImportObjectFact(obj, &fact) && slices.Contains(fact.Results, i)
+	}
+	stores := c.index().globalStores[g]
+	for _, s := range stores {
+		var fn *ssa.Function
+		switch v := s.v.(type) {
+		case *ssa.Function:
+			fn = v
+		case *ssa.MakeClosure:
+			fn = v.Fn.(*ssa.Function)
+		}
+		if fn == nil || !c.resultVisible(fn, i) {
+			return false
+		}
+	}
+	return len(stores) > 0
+}
+
+// exportHooks exports VisibleHook facts for the package's exported hooks, if
+// it is internal. A hook it never sets is exported as Unset: the package that
+// sets it decides.
+func (c *checker) exportHooks(pkg *ssa.Package) {
+	if !isInternal(c.pass.Pkg.Path()) {
+		return
+	}
+	c.exporting = true
+	defer func() { c.exporting = false }()
+	for _, m := range pkg.Members {
+		g, ok := m.(*ssa.Global)
+		if !ok || !token.IsExported(g.Name()) || g.Object() == nil || !holdsCode(g.Type().(*types.Pointer).Elem()) || !c.globalHoldsVisible(g) {
+			continue
+		}
+		fact := VisibleHook{Unset: len(c.index().globalStores[g]) == 0}
+		if sig, ok := g.Type().(*types.Pointer).Elem().Underlying().(*types.Signature); ok {
+			for i := range sig.Results().Len() {
+				if holdsCode(sig.Results().At(i).Type()) && c.hookResultsVisible(g, i) {
+					fact.Results = append(fact.Results, i)
+				}
+			}
+		}
+		c.pass.ExportObjectFact(g.Object(), &fact)
+	}
+	for v := range c.index().fieldStores {
+		if v.Pkg() == c.pass.Pkg && v.Exported() && holdsCode(v.Type()) && c.fieldHoldsVisible(v) {
+			c.pass.ExportObjectFact(v, &VisibleHook{Unset: len(c.index().fieldStores[v]) == 0})
+		}
+	}
+}

@@ -1,0 +1,4 @@
+// Package public exports a hook that anyone can set.
+package public
+
+var Hook = func() {}
