@@ -68,7 +68,7 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 	defer h.mu.Unlock()
 	h.devices = make([]DeviceHealth, n)
 	for i := range h.devices {
-		h.devices[i] = DeviceHealth{Ordinal: i, Why: "the " + r.Name() + " backend does not watch its devices' health"}
+		h.devices[i] = DeviceHealth{Ordinal: i, Why: "unknown: the " + r.Name() + " backend does not watch its devices' health"}
 	}
 	hw, ok := driver.Capability[driver.HealthWatcher](b)
 	if !ok || r.closed.Load() {
@@ -76,7 +76,7 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 		return
 	}
 	for i := range h.devices {
-		h.devices[i].Why = "the health watch has not started yet"
+		h.devices[i].Why = "unknown: the health watch has not started yet"
 	}
 	h.publish()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,9 +85,9 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 		defer close(h.done)
 		err := hw.WatchHealth(ctx, r.onHealthEvent)
 		if err != nil && ctx.Err() == nil {
-			why := err.Error()
+			why := "unknown: " + err.Error()
 			if !errors.Is(err, ErrNotSupported) {
-				why = "the health watch failed: " + why
+				why = "unknown: the health watch failed: " + err.Error()
 			}
 			h.update(-1, func(d *DeviceHealth) { d.Watched, d.Why = false, why })
 		}

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/once"
 )
@@ -35,6 +35,16 @@ var nvmlSymbols = []dynload.Symbol{
 	{Name: "nvmlDeviceGetHandleByPciBusId_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetHandleByPciBusId_v2), Required: true},
 	{Name: "nvmlDeviceGetMemoryInfo", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetMemoryInfo), Required: true},
 	{Name: "nvmlErrorString", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlErrorString), Required: true},
+	{Name: "nvmlEventSetCreate", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlEventSetCreate)},
+	{Name: "nvmlEventSetFree", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlEventSetFree)},
+	{Name: "nvmlDeviceGetSupportedEventTypes", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetSupportedEventTypes)},
+	{Name: "nvmlDeviceRegisterEvents", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceRegisterEvents)},
+	{Name: "nvmlEventSetWait_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlEventSetWait_v2)},
+	{Name: "nvmlDeviceGetPersistenceMode", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetPersistenceMode)},
+	{Name: "nvmlDeviceGetEccMode", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetEccMode)},
+	{Name: "nvmlDeviceGetTotalEccErrors", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetTotalEccErrors)},
+	{Name: "nvmlDeviceGetRemappedRows", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetRemappedRows)},
+	{Name: "nvmlDeviceGetCurrentClocksEventReasons", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons)},
 }
 
 // nvmlHandles are each CUDA device's NVML handle, each looked up once, at
@@ -105,6 +115,9 @@ func nvmlHandle(uuid, busID string) (C.nvmlDevice_t, error) {
 	return h, nil
 }
 
+// nvmlCheck turns an nvmlReturn_t into an error: nil for NVML_SUCCESS, else
+// a *driver.DriverError named by nvml.h's name for the code, with NVML's own
+// description.
 func nvmlCheck(op string, r C.nvmlReturn_t) error {
 	if r == 0 {
 		return nil
@@ -113,5 +126,5 @@ func nvmlCheck(op string, r C.nvmlReturn_t) error {
 	if C.gpuinit_nvml.nvmlErrorString != nil {
 		msg = dynload.GoString(unsafe.Pointer(C.gpuinit_nvmlError(r)), dynload.MaxMessage)
 	}
-	return &driver.DriverError{Backend: "cuda", Op: op, Code: int(r), Name: "nvmlReturn_t", Message: msg}
+	return drivercodes.NVML.Error(op, int(r), "", msg)
 }

@@ -4,9 +4,17 @@
 #ifndef GPUINIT_NVML_SHIM_H
 #define GPUINIT_NVML_SHIM_H
 
+#include <string.h>
+
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct {
+	nvmlDevice_t device;
+	unsigned long long eventType, eventData;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
 
 struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlInit_v2)(void);
@@ -14,6 +22,18 @@ struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlDeviceGetHandleByPciBusId_v2)(const char *, nvmlDevice_t *);
 	nvmlReturn_t (*nvmlDeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t *);
 	const char *(*nvmlErrorString)(nvmlReturn_t);
+	// The health watch's, all optional: a driver without them leaves the
+	// devices' health unknown, or a counter unread.
+	nvmlReturn_t (*nvmlEventSetCreate)(nvmlEventSet_t *);
+	nvmlReturn_t (*nvmlEventSetFree)(nvmlEventSet_t);
+	nvmlReturn_t (*nvmlDeviceGetSupportedEventTypes)(nvmlDevice_t, unsigned long long *);
+	nvmlReturn_t (*nvmlDeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+	nvmlReturn_t (*nvmlEventSetWait_v2)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
+	nvmlReturn_t (*nvmlDeviceGetPersistenceMode)(nvmlDevice_t, int *);
+	nvmlReturn_t (*nvmlDeviceGetEccMode)(nvmlDevice_t, int *, int *);
+	nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long *);
+	nvmlReturn_t (*nvmlDeviceGetRemappedRows)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
+	nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long *);
 };
 extern struct gpuinit_nvml gpuinit_nvml;
 
@@ -31,5 +51,7 @@ static struct gpuinit_nvml_memory gpuinit_nvmlMemory(nvmlDevice_t d) {
 	return out;
 }
 static const char *gpuinit_nvmlError(nvmlReturn_t r) { return gpuinit_nvml.nvmlErrorString(r); }
+
+#include "nvml_health.h"
 
 #endif

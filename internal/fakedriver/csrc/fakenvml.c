@@ -6,6 +6,9 @@
 //
 //   GPUINIT_FAKE_NVML_LOG  append one line per call to this file
 //
+// Its health API (events a test injects, and counters) is in
+// fakenvml_health.h.
+//
 // Build: cc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fakenvml.c
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +62,8 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d) 
 	}
 	return 6;
 }
+
+#include "fakenvml_health.h"
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
 	logcall("nvmlDeviceGetMemoryInfo %s", d ? d->uuid : "?");

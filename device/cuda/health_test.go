@@ -1,0 +1,175 @@
+//go:build linux && cgo && !nocuda
+
+package cuda
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// envEvents is the fake NVML's events file, which a child appends to.
+const envEvents = "GPUINIT_FAKE_NVML_EVENTS"
+
+func TestHealthWatch(t *testing.T) {
+	env, _ := fake(t, fakedriver.CUDA)
+	nvml := fakedriver.Build(t, fakedriver.NVML)
+	withEvents := func(t *testing.T, extra ...string) []string {
+		events := filepath.Join(t.TempDir(), "events")
+		require.NoError(t, os.WriteFile(events, nil, 0o644))
+		return append(append(env, EnvNVMLLibrary+"="+nvml, envEvents+"="+events), extra...)
+	}
+	for _, c := range []struct{ name, child string }{
+		{"Xid 79 on one of two devices loses that device alone, named, within 100 ms", "TestChildXidLosesOneDevice"},
+		{"Xid 13 is counted and the device serves on", "TestChildXidCounted"},
+		{"a double-bit ECC error loses the device and a single-bit one is counted", "TestChildECC"},
+		{"a failed wait is reported and watched again, and loses nothing", "TestChildWatchErrorRetried"},
+		{"the counters a server should see are read", "TestChildCounters"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runChild(t, c.child, withEvents(t, "GPUINIT_FAKE_NVML_PERSISTENCE=0", "GPUINIT_FAKE_NVML_ECC_CORRECTED=5",
+				"GPUINIT_FAKE_NVML_REMAP_PENDING=1", "GPUINIT_FAKE_NVML_THROTTLE=72")...)
+		})
+	}
+	t.Run("without NVML, health is unknown, said so", func(t *testing.T) {
+		runChild(t, "TestChildHealthUnknown", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1",
+			"WANT_WHY=libnvidia-ml.so.1")...)
+	})
+	t.Run("where no device supports events, health is unknown, said so", func(t *testing.T) {
+		runChild(t, "TestChildHealthUnknown", withEvents(t, "GPUINIT_FAKE_NVML_NO_EVENTS=1", "WANT_WHY=Jetson")...)
+	})
+}
+
+// watchedRuntime returns an initialized Runtime once its health watch
+// watches both devices, and a function that injects an event line.
+func watchedRuntime(t *testing.T) (*device.Runtime, func(format string, ordinal int, rest ...string)) {
+	t.Helper()
+	r := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	ctx := context.Background()
+	infos, err := r.Devices(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 2)
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return len(h) == 2 && h[0].Watched && h[1].Watched
+	}, 10*time.Second, time.Millisecond, "both devices are watched")
+	inject := func(kind string, ordinal int, rest ...string) {
+		f, err := os.OpenFile(os.Getenv(envEvents), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		_, err = f.WriteString(strings.Join(append([]string{kind, infos[ordinal].UUID}, rest...), " ") + "\n")
+		require.NoError(t, err)
+	}
+	return r, inject
+}
+
+func TestChildXidLosesOneDevice(t *testing.T) {
+	child(t)
+	r, inject := watchedRuntime(t)
+	start := time.Now()
+	inject("xid", 1, "79")
+	require.Eventually(t, func() bool { return r.CheckDevice(1) != nil }, 10*time.Second, 100*time.Microsecond)
+	took := time.Since(start)
+	assert.Less(t, took, 100*time.Millisecond, "from the Xid to the device's loss")
+
+	lost := r.Lost()
+	require.Len(t, lost, 1)
+	assert.Equal(t, 1, lost[0].Ordinal)
+	assert.Equal(t, device.LossXid, lost[0].Source)
+	assert.Equal(t, 79, lost[0].Err.Code)
+	assert.Equal(t, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", lost[0].Err.Name)
+	assert.Contains(t, lost[0].Error(), "fallen off the bus")
+	assert.Contains(t, lost[0].Err.Hint, "catalog")
+	assert.ErrorIs(t, r.CheckDevice(1), device.ErrDeviceLost)
+
+	assert.NoError(t, r.CheckDevice(0), "the other device serves")
+	_, _, err := r.MemoryInfo(context.Background(), 0)
+	assert.NoError(t, err)
+	assert.Equal(t, map[string]int64{"xid 79": 1}, r.Health()[1].Counted)
+	t.Logf("from the Xid to the loss: %v", took)
+}
+
+func TestChildXidCounted(t *testing.T) {
+	child(t)
+	r, inject := watchedRuntime(t)
+	inject("xid", 0, "13")
+	require.Eventually(t, func() bool { return r.Health()[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
+	assert.Empty(t, r.Lost())
+	assert.NoError(t, r.CheckDevice(0))
+	assert.Equal(t, map[int]int64{0: 1}, r.ErrorCounts())
+}
+
+func TestChildECC(t *testing.T) {
+	child(t)
+	r, inject := watchedRuntime(t)
+	inject("ecc-single", 0)
+	inject("ecc-double", 1)
+	require.Eventually(t, func() bool { return r.LostCount() == 1 && r.Health()[0].Counted["ecc corrected"] == 1 },
+		10*time.Second, time.Millisecond)
+	lost := r.Lost()
+	assert.Equal(t, 1, lost[0].Ordinal)
+	assert.Equal(t, device.LossECC, lost[0].Source)
+	assert.Contains(t, lost[0].Err.Message, "double-bit")
+	assert.NoError(t, r.CheckDevice(0))
+}
+
+func TestChildWatchErrorRetried(t *testing.T) {
+	child(t)
+	r, inject := watchedRuntime(t)
+	f, err := os.OpenFile(os.Getenv(envEvents), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("error 999\n") // the next wait fails with NVML_ERROR_UNKNOWN
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.Eventually(t, func() bool { return strings.Contains(r.Health()[0].WatchError, "NVML_ERROR_UNKNOWN") },
+		10*time.Second, time.Millisecond)
+	assert.Empty(t, r.Lost(), "an NVML failure loses no device")
+	assert.Contains(t, r.Health()[1].WatchError, "watching again in 1s")
+	inject("xid", 1, "13")
+	require.Eventually(t, func() bool { return r.Health()[1].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond,
+		"the watch runs again")
+	assert.Empty(t, r.Lost())
+}
+
+func TestChildCounters(t *testing.T) {
+	child(t)
+	r, _ := watchedRuntime(t)
+	require.Eventually(t, func() bool { return r.Health()[1].Counters != nil }, 10*time.Second, time.Millisecond)
+	c := r.Health()[1].Counters
+	require.NotNil(t, c.Persistence)
+	assert.False(t, *c.Persistence)
+	require.NotNil(t, c.ECCCorrected)
+	assert.Equal(t, uint64(5), *c.ECCCorrected)
+	require.NotNil(t, c.RowRemapsPending)
+	assert.True(t, *c.RowRemapsPending)
+	assert.Equal(t, []string{"hw-slowdown", "hw-thermal-slowdown"}, c.ThrottleReasons)
+	assert.Empty(t, r.Lost(), "counters lose nothing")
+}
+
+func TestChildHealthUnknown(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	_, err := r.Devices(context.Background())
+	require.NoError(t, err)
+	want := os.Getenv("WANT_WHY")
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return len(h) == 2 && strings.Contains(h[0].Why, want) && strings.Contains(h[1].Why, want)
+	}, 10*time.Second, time.Millisecond, "the reason names %q: %+v", want, r.Health())
+	for _, h := range r.Health() {
+		assert.False(t, h.Watched)
+		assert.Contains(t, h.Why, "unknown")
+	}
+	assert.Empty(t, r.Lost())
+	assert.NoError(t, r.CheckDevice(0), "an unknown health loses nothing")
+}

@@ -1,0 +1,155 @@
+// The fake NVML's health API: events (Xid critical errors, single- and
+// double-bit ECC), injected by a test through a file, and the counters a
+// health watch reads. Included by fakenvml.c, after its device table.
+//
+//   GPUINIT_FAKE_NVML_EVENTS      a file of events, one per line, read as the
+//                                 test appends to it: "xid <uuid> <code>",
+//                                 "ecc-single <uuid>", "ecc-double <uuid>", or
+//                                 "error <nvmlReturn_t>" (the next wait fails so)
+//   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
+//   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
+//   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
+//   GPUINIT_FAKE_NVML_REMAP_PENDING, _REMAP_FAILED     row remapping state, 0 or 1 (default 0)
+//   GPUINIT_FAKE_NVML_THROTTLE    the clock event reasons bit mask (default 0)
+#include <time.h>
+
+typedef struct fake_event_set *nvmlEventSet_t;
+typedef struct {
+	nvmlDevice_t device;
+	unsigned long long eventType, eventData;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+#define NVML_EVENT_SBE 0x1ULL
+#define NVML_EVENT_DBE 0x2ULL
+#define NVML_EVENT_XID 0x8ULL
+
+struct fake_event_set { unsigned long long types[2]; };
+
+// events_read is how far into the events file the fake has delivered: an
+// event is delivered once, as a real NVML does, even to a set created after a
+// failed wait.
+static long events_read;
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+	logcall("nvmlEventSetCreate");
+	if (!initialized) return 1;
+	if (!set) return 2;
+	*set = calloc(1, sizeof **set);
+	return *set ? 0 : 20; // NVML_ERROR_MEMORY
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+	logcall("nvmlEventSetFree");
+	free(set);
+	return 0;
+}
+
+static int device_index(nvmlDevice_t d) { return d == &devices[0] ? 0 : d == &devices[1] ? 1 : -1; }
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types) {
+	logcall("nvmlDeviceGetSupportedEventTypes %s", d ? d->uuid : "?");
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !types) return 2;
+	*types = getenv("GPUINIT_FAKE_NVML_NO_EVENTS") ? 0 : NVML_EVENT_SBE | NVML_EVENT_DBE | 0x4ULL | NVML_EVENT_XID | 0x10ULL;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set) {
+	logcall("nvmlDeviceRegisterEvents %s %llu", d ? d->uuid : "?", types);
+	if (!initialized) return 1;
+	int i = device_index(d);
+	if (i < 0 || !set) return 2;
+	if (getenv("GPUINIT_FAKE_NVML_NO_EVENTS")) return 3; // NVML_ERROR_NOT_SUPPORTED
+	set->types[i] = types;
+	return 0;
+}
+
+// next_event reads the next complete line of the events file not yet
+// delivered, into line; 0 if there is none yet.
+static int next_event(char *line, size_t len) {
+	const char *path = getenv("GPUINIT_FAKE_NVML_EVENTS");
+	if (!path || !*path) return 0;
+	FILE *f = fopen(path, "r");
+	if (!f) return 0;
+	int got = 0;
+	if (fseek(f, events_read, SEEK_SET) == 0 && fgets(line, (int)len, f) && strchr(line, '\n')) {
+		events_read = ftell(f);
+		got = 1;
+	}
+	fclose(f);
+	return got;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+	if (!initialized) return 1;
+	if (!set || !data) return 2;
+	struct timespec step = {0, 2000000}; // polls the file every 2 ms: the test's latency, not a real driver's
+	for (unsigned int waited = 0;; waited += 2) {
+		char line[256], kind[32], uuid[96];
+		unsigned long long code = 0;
+		while (next_event(line, sizeof line)) {
+			if (sscanf(line, "%31s %95s %llu", kind, uuid, &code) < 2) continue;
+			if (strcmp(kind, "error") == 0) {
+				logcall("nvmlEventSetWait_v2 error %s", uuid);
+				return atoi(uuid);
+			}
+			for (int i = 0; i < 2; i++) {
+				if (strcmp(uuid, devices[i].uuid) != 0) continue;
+				unsigned long long type = strcmp(kind, "xid") == 0 ? NVML_EVENT_XID
+				                          : strcmp(kind, "ecc-double") == 0 ? NVML_EVENT_DBE
+				                          : strcmp(kind, "ecc-single") == 0 ? NVML_EVENT_SBE : 0;
+				if (!(set->types[i] & type)) break; // not registered for it: NVML drops it
+				logcall("nvmlEventSetWait_v2 %s %s %llu", kind, uuid, code);
+				memset(data, 0, sizeof *data);
+				data->device = &devices[i];
+				data->eventType = type;
+				data->eventData = type == NVML_EVENT_XID ? code : 0;
+				data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFFu;
+				return 0;
+			}
+		}
+		if (waited >= timeoutms) return 10; // NVML_ERROR_TIMEOUT
+		nanosleep(&step, NULL);
+	}
+}
+
+typedef int nvmlEnableState_t;
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mode) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !mode) return 2;
+	*mode = envint("GPUINIT_FAKE_NVML_PERSISTENCE", 1);
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !current || !pending) return 2;
+	*current = *pending = 1;
+	return 0;
+}
+
+// errorType 0 corrected, 1 uncorrected; counterType 0 volatile, 1 aggregate.
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int errorType, int counterType, unsigned long long *count) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !count || counterType < 0 || counterType > 1) return 2;
+	*count = (unsigned long long)envint(errorType == 0 ? "GPUINIT_FAKE_NVML_ECC_CORRECTED" : "GPUINIT_FAKE_NVML_ECC_UNCORRECTED", 0);
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc, unsigned int *pending, unsigned int *failed) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !corr || !unc || !pending || !failed) return 2;
+	*corr = *unc = 0;
+	*pending = (unsigned int)envint("GPUINIT_FAKE_NVML_REMAP_PENDING", 0);
+	*failed = (unsigned int)envint("GPUINIT_FAKE_NVML_REMAP_FAILED", 0);
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !reasons) return 2;
+	*reasons = (unsigned long long)envint("GPUINIT_FAKE_NVML_THROTTLE", 0);
+	return 0;
+}
