@@ -28,9 +28,10 @@ type DeviceHealth struct {
 	// Counters are the device's latest counters, where the watch reads
 	// them.
 	Counters *driver.HealthCounters
-	// WatchError is the watch's last failure, which it retries; "" when
-	// none.
-	WatchError string
+	// WatchError is the watch's failure, which it retries; "" once it
+	// watches or reads again. WatchErrors counts the failures.
+	WatchError  string
+	WatchErrors int64
 }
 
 // healthWatch is a Runtime's run of its backend's health watch.
@@ -120,19 +121,24 @@ func (r *Runtime) onHealthEvent(ev driver.HealthEvent) {
 	h.update(ev.Ordinal, func(d *DeviceHealth) {
 		switch ev.Kind {
 		case driver.HealthWatching:
-			d.Watched, d.Why = true, ""
+			d.Watched, d.Why, d.WatchError = true, "", ""
 		case driver.HealthUnwatched:
 			d.Watched, d.Why = false, ev.Message
 		case driver.HealthRead:
-			d.Counters = ev.Counters
+			d.Counters, d.WatchError = ev.Counters, ""
 		case driver.HealthWatchError:
 			d.WatchError = ev.Message
+			d.WatchErrors++
 		}
 		if ev.Action >= driver.HealthCount {
 			if d.Counted == nil {
 				d.Counted = map[string]int64{}
 			}
-			d.Counted[eventOp(ev)]++
+			n := int64(1)
+			if ev.Kind == driver.HealthRAS && ev.Code > 0 {
+				n = int64(ev.Code) // a rise of the counter by Code errors
+			}
+			d.Counted[eventOp(ev)] += n
 		}
 	})
 	if ev.Action == driver.HealthCount && ev.Ordinal >= 0 && ev.Ordinal < r.deviceCount() {

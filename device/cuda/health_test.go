@@ -130,13 +130,17 @@ func TestChildWatchErrorRetried(t *testing.T) {
 	_, err = f.WriteString("error 999\n") // the next wait fails with NVML_ERROR_UNKNOWN
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	require.Eventually(t, func() bool { return strings.Contains(r.Health()[0].WatchError, "NVML_ERROR_UNKNOWN") },
-		10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return strings.Contains(h[0].WatchError, "NVML_ERROR_UNKNOWN") && strings.Contains(h[1].WatchError, "watching again in 1s")
+	}, 10*time.Second, time.Millisecond, "every device is told of the failure")
 	assert.Empty(t, r.Lost(), "an NVML failure loses no device")
-	assert.Contains(t, r.Health()[1].WatchError, "watching again in 1s")
 	inject("xid", 1, "13")
 	require.Eventually(t, func() bool { return r.Health()[1].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond,
 		"the watch runs again")
+	h := r.Health()[1]
+	assert.Empty(t, h.WatchError, "cleared once it watches again")
+	assert.Equal(t, int64(1), h.WatchErrors)
 	assert.Empty(t, r.Lost())
 }
 
@@ -165,7 +169,7 @@ func TestChildHealthUnknown(t *testing.T) {
 	require.Eventually(t, func() bool {
 		h := r.Health()
 		return len(h) == 2 && strings.Contains(h[0].Why, want) && strings.Contains(h[1].Why, want)
-	}, 10*time.Second, time.Millisecond, "the reason names %q: %+v", want, r.Health())
+	}, 10*time.Second, time.Millisecond, "the reason names %q", want)
 	for _, h := range r.Health() {
 		assert.False(t, h.Watched)
 		assert.Contains(t, h.Why, "unknown")

@@ -1,0 +1,129 @@
+//go:build linux && cgo && !nohip
+
+package hip
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRASWatch(t *testing.T) {
+	for _, c := range []struct{ name, child string }{
+		{"a rise in uncorrectable errors loses that device alone; correctable ones are counted", "TestChildRASRise"},
+		{"a board without RAS counters: its health is unknown, said so", "TestChildRASMissingOnOne"},
+		{"a counter that cannot be read is a watch error, read again, and loses nothing", "TestChildRASUnreadable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env, _ := fakeHost(t, fakedriver.HIP, EnvRASPeriod+"=5ms") // a sysfs tree of the test's own
+			runChild(t, c.child, env...)
+		})
+	}
+	t.Run("a period that is no duration names the variable", func(t *testing.T) {
+		env, _ := fakeHost(t, fakedriver.HIP, EnvRASPeriod+"=often")
+		runChild(t, "TestChildRASBadPeriod", env...)
+	})
+}
+
+// setRAS writes a device's umc block counts atomically, as the kernel's
+// reads see them whole.
+func setRAS(t *testing.T, busID string, ue, ce int) {
+	t.Helper()
+	dir := filepath.Join(os.Getenv(hostfs.EnvSysfsRoot), "bus/pci/devices", busID, "ras")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	tmp := filepath.Join(dir, ".umc")
+	require.NoError(t, os.WriteFile(tmp, fmt.Appendf(nil, "ue: %d\nce: %d\n", ue, ce), 0o644))
+	require.NoError(t, os.Rename(tmp, filepath.Join(dir, "umc_err_count")))
+}
+
+// rasRuntime returns an initialized Runtime over devices whose RAS counters
+// setup wrote, and the devices' bus ids.
+func rasRuntime(t *testing.T, setup func(busIDs []string)) (*device.Runtime, []string) {
+	t.Helper()
+	r := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	// The bus ids are read before Init, by a Runtime of its own, so the
+	// counters exist when the watch starts.
+	first := device.New(process)
+	infos, err := first.Devices(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+	require.Len(t, infos, 2)
+	busIDs := []string{infos[0].PCIBusID, infos[1].PCIBusID}
+	setup(busIDs)
+	require.NoError(t, r.Init(context.Background()))
+	return r, busIDs
+}
+
+func TestChildRASRise(t *testing.T) {
+	child(t)
+	r, bus := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 3); setRAS(t, bus[1], 1, 0) })
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return len(h) == 2 && h[0].Counters != nil && h[1].Counters != nil
+	}, 10*time.Second, time.Millisecond, "both devices' counters are read")
+	assert.Empty(t, r.Lost(), "errors counted before the watch began are its baseline")
+	assert.Equal(t, uint64(1), *r.Health()[1].Counters.ECCUncorrected)
+
+	setRAS(t, bus[0], 0, 5)
+	start := time.Now()
+	setRAS(t, bus[1], 3, 0)
+	require.Eventually(t, func() bool { return r.CheckDevice(1) != nil }, 10*time.Second, 100*time.Microsecond)
+	t.Logf("from the rise to the loss: %v (period 5ms)", time.Since(start))
+	lost := r.Lost()
+	require.Len(t, lost, 1)
+	assert.Equal(t, 1, lost[0].Ordinal)
+	assert.Equal(t, device.LossRAS, lost[0].Source)
+	assert.Contains(t, lost[0].Err.Message, "2 uncorrectable error(s) in umc")
+	assert.ErrorIs(t, r.CheckDevice(1), device.ErrDeviceLost)
+
+	require.Eventually(t, func() bool { return r.Health()[0].Counted["ras correctable"] == 2 }, 10*time.Second, time.Millisecond)
+	assert.NoError(t, r.CheckDevice(0), "correctable errors leave the device in service")
+}
+
+func TestChildRASMissingOnOne(t *testing.T) {
+	child(t)
+	r, _ := rasRuntime(t, func(bus []string) { setRAS(t, bus[1], 0, 0) })
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return len(h) == 2 && h[1].Watched && strings.Contains(h[0].Why, "no RAS counters")
+	}, 10*time.Second, time.Millisecond)
+	h := r.Health()[0]
+	assert.False(t, h.Watched)
+	assert.Contains(t, h.Why, "unknown")
+	assert.Empty(t, r.Lost())
+}
+
+func TestChildRASUnreadable(t *testing.T) {
+	child(t)
+	r, bus := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 0); setRAS(t, bus[1], 0, 0) })
+	require.Eventually(t, func() bool { h := r.Health(); return len(h) == 2 && h[0].Counters != nil }, 10*time.Second, time.Millisecond)
+	file := filepath.Join(os.Getenv(hostfs.EnvSysfsRoot), "bus/pci/devices", bus[0], "ras/umc_err_count")
+	require.NoError(t, os.WriteFile(file, []byte("busy\n"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(r.Health()[0].WatchError, "umc_err_count") }, 10*time.Second, time.Millisecond)
+	assert.Empty(t, r.Lost())
+	setRAS(t, bus[0], 0, 0)
+	require.Eventually(t, func() bool { return r.Health()[0].WatchError == "" }, 10*time.Second, time.Millisecond, "read again")
+	assert.Positive(t, r.Health()[0].WatchErrors)
+	assert.Empty(t, r.Lost())
+}
+
+func TestChildRASBadPeriod(t *testing.T) {
+	child(t)
+	r, _ := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 0) })
+	require.Eventually(t, func() bool {
+		h := r.Health()
+		return len(h) == 2 && strings.Contains(h[0].Why, EnvRASPeriod+`="often"`)
+	}, 10*time.Second, time.Millisecond)
+	assert.False(t, r.Health()[0].Watched)
+}
