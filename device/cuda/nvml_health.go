@@ -136,38 +136,16 @@ func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.Heal
 
 // eventOf is what an NVML event means for device ordinal.
 func eventOf(ordinal int, typ, data uint64) driver.HealthEvent {
-	ev := driver.HealthEvent{Ordinal: ordinal, At: time.Now()}
 	switch {
 	case typ&eventXid != 0:
-		entry, action := xid.Classify(int(data))
-		ev.Kind, ev.Code, ev.Name = driver.HealthXid, int(data), entry.Mnemonic
-		ev.Message = fmt.Sprintf("Xid %d: %s", data, entry.Description)
-		ev.Action = map[xid.Action]driver.HealthAction{xid.Lose: driver.HealthLose, xid.Count: driver.HealthCount, xid.Ignore: driver.HealthInform}[action]
-		ev.Hint = xidHint(entry, action)
+		return xid.Event(ordinal, int(data), time.Now())
 	case typ&eventDoubleBitECC != 0:
-		ev.Kind, ev.Action, ev.Name = driver.HealthECC, driver.HealthLose, "uncorrected"
-		ev.Message = "a double-bit (uncorrectable) ECC error"
-		ev.Hint = "the GPU's memory held an error it could not correct: reset the GPU (nvidia-smi -r), then restart the process; if it recurs, the GPU needs service"
-	default:
-		ev.Kind, ev.Action, ev.Name = driver.HealthECC, driver.HealthCount, "corrected"
-		ev.Message = "a single-bit ECC error, corrected"
+		return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthLose, Name: "uncorrected", At: time.Now(),
+			Message: "a double-bit (uncorrectable) ECC error",
+			Hint:    "the GPU's memory held an error it could not correct: reset the GPU (nvidia-smi -r), then restart the process; if it recurs, the GPU needs service"}
 	}
-	return ev
-}
-
-// xidHint says what NVIDIA's catalog asks for an Xid.
-func xidHint(e xid.Entry, a xid.Action) string {
-	bucket := e.Immediate
-	if bucket == "" {
-		bucket = "no resolution bucket"
-	}
-	switch a {
-	case xid.Lose:
-		return "NVIDIA's Xid catalog (" + xid.CatalogVersion + ") says " + bucket + ": the device is out of service until then; restart the process after"
-	case xid.Count:
-		return "NVIDIA's Xid catalog (" + xid.CatalogVersion + ") says " + bucket + ": counted against the device, which serves on"
-	}
-	return ""
+	return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthCount, Name: "corrected", At: time.Now(),
+		Message: "a single-bit ECC error, corrected"}
 }
 
 // readCounters reads and reports each watched device's counters.

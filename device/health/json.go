@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -25,6 +26,27 @@ type Device struct {
 	ComputeCapability string  `json:"compute_capability"` // "9.0"; empty outside CUDA
 	Multiprocessors   int     `json:"multiprocessors"`
 	Integrated        bool    `json:"integrated"`
+	// Health is what the driver's health watch knows of the device, read
+	// at the status's moment; null where nothing watches it yet.
+	Health *DeviceHealth `json:"health,omitempty"`
+}
+
+// DeviceHealth is device.DeviceHealth as JSON, in the layout gpuprobe's
+// report shares. Watched false means the device's health is unknown (Why
+// says why), never that it is healthy.
+type DeviceHealth struct {
+	Watched     bool                   `json:"watched"`
+	Why         string                 `json:"why,omitempty"`
+	Counted     map[string]int64       `json:"counted,omitempty"` // events counted against the device: "xid 13", "ecc corrected"
+	Counters    *driver.HealthCounters `json:"counters,omitempty"`
+	WatchError  string                 `json:"watch_error,omitempty"`
+	WatchErrors int64                  `json:"watch_errors,omitempty"`
+}
+
+// DeviceHealthOf is h as JSON.
+func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
+	return &DeviceHealth{Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
+		WatchError: h.WatchError, WatchErrors: h.WatchErrors}
 }
 
 // DeviceOf is d as JSON, without free memory.
@@ -133,9 +155,12 @@ type BringUp struct {
 	InProcess   *time.Time `json:"in_process,omitempty"` // when the in-process part began
 }
 
-// Lost is a lost device as JSON.
+// Lost is a lost device as JSON. Source says who saw it lost: engine (the
+// server's ReportError), deadline (a call hung past its deadline), xid, ecc,
+// ras (the driver's health watch) or canary.
 type Lost struct {
 	Ordinal int       `json:"ordinal"`
+	Source  string    `json:"source"`
 	Error   *Error    `json:"error"`
 	At      time.Time `json:"at"`
 }

@@ -3,9 +3,11 @@ package health
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // Status serves the Runtime's status as JSON (StatusSchema): state,
@@ -25,46 +27,62 @@ func (h *Health) Status() http.Handler {
 	})
 }
 
-// Snapshot is the status Status serves.
+// Snapshot is the status Status serves: one moment's. Every field agrees
+// with State: a failure, a finish time and devices only once the
+// initialization has finished, losses and health only once it succeeded.
 func (h *Health) Snapshot() Status {
-	// One read of the state, so that state, ready and live agree.
+	// The state can move on while the rest is read; states only move
+	// forward, so reading until the state before and after agree ends
+	// within a few rounds, and each field is then taken only if its state
+	// has it.
 	state := h.observe(true)
+	for range 4 {
+		s := h.snapshotAt(state)
+		now := h.rt.State()
+		if now == state {
+			return s
+		}
+		state = h.observe(true)
+	}
+	return h.snapshotAt(state)
+}
+
+// snapshotAt reads the status as of state, leaving out what a later state
+// has written since.
+func (h *Health) snapshotAt(state lazy.State) Status {
 	ready, readyReason := h.readiness(state)
 	live, liveReason := h.liveness(state)
 	s := Status{Schema: StatusSchema, State: state.String(), Ready: ready, Live: live,
-		Backend: h.rt.Name(), Devices: []Device{}, ErrorsReported: h.rt.ErrorCounts()}
+		Backend: h.rt.Name(), Devices: []Device{}}
 	switch {
 	case !live:
 		s.Reason = liveReason
 	case !ready:
 		s.Reason = readyReason
 	}
-	if len(s.ErrorsReported) == 0 {
-		s.ErrorsReported = nil
+	started, finished := h.rt.InitTimes()
+	if !started.IsZero() && state != lazy.Uninitialized {
+		s.Init.Started = &started
 	}
-	if snap := h.snap.Load(); snap != nil {
+	finishedState := state == lazy.Ready || state == lazy.Failed
+	if snap := h.snap.Load(); snap != nil && finishedState {
 		s.DriverVersion, s.RuntimeVersion, s.Visibility = snap.driverVersion, snap.runtimeVersion, snap.visibility
-		if snap.devices != nil {
-			s.Devices = snap.devices
-		}
 		at := snap.at
 		s.ReadAt, s.AgeSeconds = &at, time.Since(at).Seconds()
 	}
-	for _, l := range h.rt.Lost() {
-		s.Lost = append(s.Lost, Lost{Ordinal: l.Ordinal, Error: ErrorOf(l), At: l.At})
-	}
-	started, finished := h.rt.InitTimes()
-	if !started.IsZero() {
-		s.Init.Started = &started
-	}
-	if !finished.IsZero() {
+	if !finished.IsZero() && finishedState {
 		s.Init.Finished = &finished
 		s.Init.DurationMillis = float64(finished.Sub(started).Microseconds()) / 1000
 	}
-	if what, since, ok := h.rt.Running(); ok {
-		s.Init.Running, s.Init.RunningSeconds = what, time.Since(since).Seconds()
-	}
-	if err := h.rt.Err(); err != nil {
+	switch state {
+	case lazy.Initializing:
+		if what, since, ok := h.rt.Running(); ok {
+			s.Init.Running, s.Init.RunningSeconds = what, time.Since(since).Seconds()
+		}
+	case lazy.Ready:
+		h.addDevices(&s)
+	case lazy.Failed:
+		err := h.rt.Err()
 		s.Failure = ErrorOf(err)
 		s.Class = device.ClassOf(err).String()
 		s.Degraded = h.cpuFallback
@@ -72,10 +90,30 @@ func (h *Health) Snapshot() Status {
 			s.Reason = readyReason
 		}
 	}
-	if b := h.rt.BringUp(); b.Phase != device.PhaseNone {
+	if b := h.rt.BringUp(); b.Phase != device.PhaseNone && state != lazy.Uninitialized {
 		s.BringUp = BringUpOf(b)
 	}
 	return s
+}
+
+// addDevices adds a Ready runtime's devices, with their health, losses and
+// reported errors, as they are now.
+func (h *Health) addDevices(s *Status) {
+	if snap := h.snap.Load(); snap != nil && snap.devices != nil {
+		s.Devices = slices.Clone(snap.devices)
+	}
+	health := h.rt.Health()
+	for i := range s.Devices {
+		if o := s.Devices[i].Ordinal; o >= 0 && o < len(health) {
+			s.Devices[i].Health = DeviceHealthOf(health[o])
+		}
+	}
+	for _, l := range h.rt.Lost() {
+		s.Lost = append(s.Lost, Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: ErrorOf(l), At: l.At})
+	}
+	if counts := h.rt.ErrorCounts(); len(counts) > 0 {
+		s.ErrorsReported = counts
+	}
 }
 
 // BringUpOf is b as JSON, in the layout gpuprobe's report shares.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -127,4 +128,27 @@ func TestGeneratorDrawsCURANDNumbers(t *testing.T) {
 	assert.Equal(t, want, got)
 	_, err = b.NewGenerator(2)
 	assert.ErrorIs(t, err, device.ErrInvalidDevice)
+}
+
+func TestHealthWatchReportsInjectedEventsUntilCancelled(t *testing.T) {
+	b := sim.New(sim.WithDevices(2))
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan driver.HealthEvent, 8)
+	done := make(chan error)
+	go func() { done <- b.WatchHealth(ctx, func(ev driver.HealthEvent) { got <- ev }) }()
+	for ordinal := range 2 {
+		ev := <-got
+		assert.Equal(t, driver.HealthWatching, ev.Kind)
+		assert.Equal(t, ordinal, ev.Ordinal)
+	}
+	b.InjectXid(1, 79)
+	ev := <-got
+	assert.Equal(t, driver.HealthLose, ev.Action)
+	assert.Equal(t, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", ev.Name)
+	b.InjectXid(0, 13)
+	assert.Equal(t, driver.HealthCount, (<-got).Action)
+	cancel()
+	assert.NoError(t, <-done)
+	b.InjectXid(0, 79) // no watch runs: returns at once
+	assert.Empty(t, got)
 }

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,4 +192,31 @@ func TestClassifyIsSafeForConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func TestEventCarriesTheCatalogsVerdict(t *testing.T) {
+	at := time.Unix(1, 0)
+	for _, c := range []struct {
+		code   int
+		action driver.HealthAction
+		hint   string
+	}{
+		{79, driver.HealthLose, "out of service"},
+		{13, driver.HealthCount, "counted against the device"},
+		{63, driver.HealthInform, ""},
+		{9999, driver.HealthCount, "no resolution bucket"},
+	} {
+		ev := Event(1, c.code, at)
+		assert.Equal(t, driver.HealthXid, ev.Kind, "Xid %d", c.code)
+		assert.Equal(t, c.action, ev.Action, "Xid %d", c.code)
+		assert.Equal(t, c.code, ev.Code)
+		assert.Equal(t, 1, ev.Ordinal)
+		assert.Equal(t, at, ev.At)
+		if c.hint == "" {
+			assert.Empty(t, ev.Hint)
+		} else {
+			assert.Contains(t, ev.Hint, c.hint)
+			assert.Contains(t, ev.Hint, CatalogVersion)
+		}
+	}
 }
