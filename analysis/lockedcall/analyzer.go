@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
 	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil)},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*Obligations)(nil), (*Promises)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -65,6 +65,16 @@ type checker struct {
 	condFields       map[*types.Var]condFieldSteps   // see condSteps
 	heldSites        map[ssa.Instruction]siteLock    // static calls of the package's functions made holding a lock
 	exporting        bool                            // exportHooks is asking: an unset hook may still be exported
+
+	// For internal packages (sources.go, obligation.go, obligcheck.go).
+	sourceMemo    map[sourceKey]sourced
+	sourceBusy    map[sourceKey]bool
+	sourceAssumed int
+	enterMemo     map[enterKey]bool
+	obligations   obligationSet                 // what the package leaves to its callers, by entry
+	importedObl   map[types.Object][]Obligation // other packages' Obligations facts
+	storeExprs    map[token.Pos][2]ast.Expr     // assignments and literal elements, by their store's position
+	modPkgs       []*types.Package              // see modulePackages
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -85,6 +95,11 @@ func run(pass *analysis.Pass) (any, error) {
 		releasedAt:       map[ssa.Instruction]releaseSeen{},
 		condFields:       map[*types.Var]condFieldSteps{},
 		heldSites:        map[ssa.Instruction]siteLock{},
+
+		sourceMemo:  map[sourceKey]sourced{},
+		sourceBusy:  map[sourceKey]bool{},
+		enterMemo:   map[enterKey]bool{},
+		importedObl: map[types.Object][]Obligation{},
 	}
 	funcs := packageFuncs(ssaInfo)
 	for _, fn := range funcs {
@@ -106,6 +121,12 @@ func run(pass *analysis.Pass) (any, error) {
 	}
 	helpers := c.lockedHelpers()
 	findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
+	findings = c.deferToCallers(findings)
+	findings = append(findings, c.checkObligations(funcs, findings)...)
+	if c.deferring() {
+		c.exportObligations()
+		c.exportPromises()
+	}
 	c.reportAll(findings)
 	if summaryFacts {
 		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not

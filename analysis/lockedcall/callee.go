@@ -269,6 +269,9 @@ func (c *checker) classifyResult(call *ssa.Call, index int, ctx *funcCtx, seen m
 			return c.classifyDepth(common.Args[0], ctx, seen, depth+1)
 		}
 	}
+	if common.IsInvoke() && c.implsReturnVisible(common.Method, index) {
+		return callee{} // every implementation of the module's interface returns its own code
+	}
 	if common.StaticCallee() == nil || !isIteratorSignature(call.Type()) {
 		return callee{out: fromCall}
 	}

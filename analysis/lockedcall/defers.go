@@ -62,7 +62,7 @@ func (f *flow) runDefers(ret *ssa.Return, st *lockState) {
 		default:
 			target := f.c.classify(common.Value, f.ctx)
 			if target.out != visible && len(s.held) > 0 {
-				found = append(found, finding{kind: deferBeforeUnlock, pos: common.Pos(), out: target.out, locks: s.locks(), step: step})
+				found = append(found, finding{kind: deferBeforeUnlock, pos: common.Pos(), out: target.out, locks: s.locks(), step: step, val: common.Value, vctx: f.ctx})
 			}
 			exit, inner := f.closures(target.closures, common, d, s)
 			if inner != nil {

@@ -162,6 +162,9 @@ func (f *flow) returning(st *lockState) *lockState {
 
 func (f *flow) report(fd finding) {
 	if f.reporting {
+		if fd.where == nil {
+			fd.where = f.ctx.fn
+		}
 		f.findings = append(f.findings, fd)
 	}
 }
@@ -187,7 +190,7 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 	}
 	target := f.c.classify(common.Value, f.ctx)
 	if target.out != visible && len(st.held) > 0 {
-		f.report(finding{kind: callUnderLock, pos: common.Pos(), out: target.out, locks: st.locks()})
+		f.report(finding{kind: callUnderLock, pos: common.Pos(), out: target.out, locks: st.locks(), val: common.Value, vctx: f.ctx})
 	}
 	exit, inner := f.closures(target.closures, common, site, st)
 	if inner != nil {

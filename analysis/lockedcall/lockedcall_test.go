@@ -74,3 +74,7 @@ func TestGoroutineHandoff(t *testing.T) {
 	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "handoff")
 }
+
+func TestObligations(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "oblig/api", "oblig/internal/pool", "oblig/internal/relay", "oblig/client")
+}

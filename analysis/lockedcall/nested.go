@@ -104,7 +104,7 @@ func (f *flow) rangeOverFunc(common *ssa.CallCommon, yield *ssa.MakeClosure, sit
 	if len(st.held) > 0 {
 		if rng, ok := body.Syntax().(*ast.RangeStmt); ok {
 			if target := f.c.classify(common.Value, f.ctx); target.out != visible {
-				f.report(finding{kind: rangeUnderLock, pos: rng.For, rangeStmt: rng, out: target.out, locks: st.locks()})
+				f.report(finding{kind: rangeUnderLock, pos: rng.For, rangeStmt: rng, out: target.out, locks: st.locks(), val: common.Value, vctx: f.ctx})
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ssa"
 )
 
 // findingKind is the shape of code a finding reports.
@@ -20,6 +21,8 @@ const (
 	rangeUnderLock                       // for x := range seq while mu is held
 	deferBeforeUnlock                    // defer fn() after defer mu.Unlock()
 	deferAtReturn                        // defer fn() that runs as the function returns holding mu
+	passToLocked                         // F(fn), where F's package calls fn under its lock (an obligation)
+	storeToLocked                        // x.F = fn, where F's package calls x.F under its lock
 )
 
 // finding is one call of outside code under a lock, before it is rendered.
@@ -35,6 +38,15 @@ type finding struct {
 	step      int       // for a deferred call: its place in the order deferred calls run
 	note      string    // why the locks are held where that is not plain: a locked helper, a waited-for goroutine
 	locks     []heldLock
+	// val is the called value, seen from vctx, for a plain call: an
+	// internal package traces it to its exported API (see sources.go).
+	val   ssa.Value
+	vctx  *funcCtx
+	where *ssa.Function // the function analyzed, for an obligation's chain
+	// oblig is the obligation a passToLocked or storeToLocked finding
+	// breaks, and target the argument passed or the field stored in.
+	oblig  *Obligation
+	target string
 }
 
 // subject returns what a finding calls, as the source spells it, what that is,
@@ -75,6 +87,9 @@ func (c *checker) calleeText(lparen token.Pos) string {
 // message renders a finding, e.g. "call of fn (a parameter) while o.mu is
 // held; if fn re-enters, this deadlocks".
 func (c *checker) message(fd *finding) string {
+	if fd.oblig != nil {
+		return c.obligationMessage(fd)
+	}
 	text, what, reenters := c.subject(fd)
 	switch fd.kind {
 	case rangeUnderLock:
@@ -104,6 +119,11 @@ func (c *checker) message(fd *finding) string {
 func (c *checker) reportPos(fd *finding) token.Pos {
 	if fd.rangeStmt != nil {
 		return fd.rangeStmt.For
+	}
+	if fd.kind == storeToLocked {
+		if target, _ := c.storeExpr(fd.pos); target != nil {
+			return target.Pos()
+		}
 	}
 	if call := c.callAt(fd.pos); call != nil {
 		return call.Pos()

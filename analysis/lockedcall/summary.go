@@ -32,6 +32,12 @@ type outCall struct {
 	// as their own outside call, rather than as their parameter: a locked
 	// helper among them reports it itself (see lockedhelper.go).
 	via []*ssa.Function
+	// val is the called value seen from vctx (with valSteps below it, the
+	// fields the callee calls), for an internal package to trace to its
+	// exported API; nil where a fact stands for the callee.
+	val      ssa.Value
+	vctx     *funcCtx
+	valSteps []string
 }
 
 // plainParam reports whether the code called is the function's parameter
@@ -117,7 +123,7 @@ func (c *checker) callCalls(common *ssa.CallCommon, ctx *funcCtx, depth int) []o
 		// lookup, a factory) is its business, not its callers': such
 		// results are reported where the lock is taken, not through chains.
 		text := c.calleeText(common.Pos())
-		out = append(out, outCall{param: p, steps: steps, out: target.out, text: text, chain: []string{text}})
+		out = append(out, outCall{param: p, steps: steps, out: target.out, text: text, chain: []string{text}, val: common.Value, vctx: ctx})
 	}
 	for _, ref := range target.closures {
 		// Called here, the closure's parameters are this call's arguments.
@@ -157,7 +163,7 @@ func (c *checker) atCall(e outCall, g *ssa.Function, common *ssa.CallCommon, ctx
 		if e.param >= 0 {
 			return nil
 		}
-		return []outCall{{param: -1, out: e.out, text: e.text, chain: chain, via: e.via}}
+		return []outCall{{param: -1, out: e.out, text: e.text, chain: chain, via: e.via, val: e.val, vctx: e.vctx, valSteps: e.valSteps}}
 	}
 	arg := common.Args[e.param]
 	if len(e.steps) > 0 {
@@ -172,13 +178,13 @@ func (c *checker) atCall(e outCall, g *ssa.Function, common *ssa.CallCommon, ctx
 		if recv := c.argText(common, e.param, ""); recv != "" {
 			text = recv + "." + strings.Join(e.steps, ".")
 		}
-		return []outCall{{param: p, steps: steps, out: e.out, text: text, chain: chain, via: e.via}}
+		return []outCall{{param: p, steps: steps, out: e.out, text: text, chain: chain, via: e.via, val: arg, vctx: ctx, valSteps: e.steps}}
 	}
 	var out []outCall
 	target := c.classify(arg, ctx)
 	if target.out != visible {
 		p, steps := rootParam(arg, ctx)
-		out = append(out, outCall{param: p, steps: steps, out: target.out, text: c.argText(common, e.param, e.text), chain: chain, via: e.via})
+		out = append(out, outCall{param: p, steps: steps, out: target.out, text: c.argText(common, e.param, e.text), chain: chain, via: e.via, val: arg, vctx: ctx})
 	}
 	for _, ref := range target.closures {
 		for _, inner := range c.closureCalls(ref, depth+1) {

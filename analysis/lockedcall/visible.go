@@ -36,6 +36,18 @@ type storeIndex struct {
 	escapedMaps map[*types.Var]bool
 	wholeStores map[string]bool
 	pkg         *types.Package
+	// atomicStores are the values stored in sync/atomic.Pointer fields (see
+	// atomicSources); atomicEscaped, those handed out otherwise.
+	// ifaceTargets are the interface types the package converts each of its
+	// types to (see enterable).
+	invokeSites map[string][]storedCall // interface method calls, by method name
+	// fieldCalls are the calls of function values loaded from each field;
+	// fieldCallsEscaped, the fields whose values also go elsewhere.
+	fieldCalls        map[*types.Var][]storedCall
+	fieldCallsEscaped map[*types.Var]bool
+	atomicStores      map[*types.Var][]storedValue
+	atomicEscaped     map[*types.Var]bool
+	ifaceTargets      map[*types.TypeName][]types.Type
 
 	verdicts   map[any]bool // memoized answers
 	inProgress map[any]bool
@@ -69,7 +81,14 @@ func (c *checker) index() *storeIndex {
 		wholeStores:  map[string]bool{},
 		pkg:          c.pass.Pkg,
 		verdicts:     map[any]bool{},
-		inProgress:   map[any]bool{},
+
+		invokeSites:       map[string][]storedCall{},
+		fieldCalls:        map[*types.Var][]storedCall{},
+		fieldCallsEscaped: map[*types.Var]bool{},
+		atomicStores:      map[*types.Var][]storedValue{},
+		atomicEscaped:     map[*types.Var]bool{},
+		ifaceTargets:      map[*types.TypeName][]types.Type{},
+		inProgress:        map[any]bool{},
 	}
 	c.stores = ix
 	for fn := range c.srcFuncs {
@@ -85,6 +104,8 @@ func (c *checker) index() *storeIndex {
 
 // scan records what one instruction stores, calls, or lets escape.
 func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
+	ix.scanAtomic(instr, ctx)
+	ix.scanFieldCalls(instr, ctx)
 	switch instr := instr.(type) {
 	case *ssa.Store:
 		ix.scanPath(instr, ctx)
@@ -114,6 +135,7 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 		common := instr.Common()
 		if common.IsInvoke() {
 			ix.invoked[common.Method.Name()] = true
+			ix.invokeSites[common.Method.Name()] = append(ix.invokeSites[common.Method.Name()], storedCall{common.Args, ctx, instr})
 		} else if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
 			ix.callSites[fn] = append(ix.callSites[fn], storedCall{common.Args, ctx, instr})
 		}

@@ -17,8 +17,11 @@
 // is no usable GPU (a CPU-only host, a CGO_ENABLED=0 build) the server stays
 // live and serves its draws on the CPU, saying so in /gpuinit/status.
 //
-// It shuts down gracefully on SIGTERM or SIGINT, even while initialization
-// hangs: the driver's call goes on, but nothing waits for it.
+// Every driver call after init runs under -call-deadline: a draw that hangs
+// in the driver loses its device as hung (readiness 503), later draws wait
+// for it no longer than their own requests, and the server still shuts down
+// gracefully on SIGTERM or SIGINT within -shutdown-grace: the hung call goes
+// on, but nothing waits for it. So does an initialization that hangs.
 package main
 
 import (
@@ -53,6 +56,9 @@ func run(args []string) error {
 	seed := fs.Uint64("seed", 42, "seed queued for every device before initialization")
 	deadline := fs.Duration("init-deadline", health.DefaultInitDeadline, "how long the in-process initialization may run before liveness fails")
 	logLevel := fs.String("log-level", "info", "the lowest level logged: debug, info, warn or error")
+	callDeadline := fs.Duration("call-deadline", device.DefaultCallDeadline, "how long a driver call after init may run before its device is lost as hung; 0 never")
+	restartOnLoss := fs.Bool("restart-on-device-loss", false, "fail liveness once a device is lost, so that the orchestrator restarts the server")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", device.DefaultPreflightDeadline, "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -71,7 +77,12 @@ func run(args []string) error {
 			return err
 		}
 	}
-	srv, err := newServer(rt, *seed, logger, health.WithInitDeadline(*deadline))
+	rt.SetCallDeadline(*callDeadline)
+	opts := []health.Option{health.WithInitDeadline(*deadline)}
+	if *restartOnLoss {
+		opts = append(opts, health.WithRestartOnDeviceLoss())
+	}
+	srv, err := newServer(rt, *seed, logger, opts...)
 	if err != nil {
 		return err
 	}
@@ -96,7 +107,13 @@ func run(args []string) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The runtime's watches stop while the requests drain, since the
+	// driver's health watch may be in a wait of up to a second; Close waits
+	// for no driver call in flight.
+	watchesStopped := make(chan error, 1)
+	go func() { watchesStopped <- rt.Close() }()
+	defer func() { <-watchesStopped }()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/health"
@@ -27,14 +26,24 @@ type server struct {
 	health *health.Health
 	log    *slog.Logger
 
-	drawMu sync.Mutex // serializes draws, so that each reports the state it drew from
+	// drawing serializes each device's draws, so that each reports the
+	// state it drew from; a draw waits for its turn no longer than its
+	// request (a channel, not a mutex, since a draw that hangs in the
+	// driver holds it for ever), and a device's hang holds up no other's.
+	drawing [maxDevices]chan struct{}
 }
+
+// maxDevices bounds the devices the example draws on.
+const maxDevices = 64
 
 // newServer queues the seed for every device (nothing initializes yet) and
 // sets up health over rt, saying that the server serves on the CPU where it
 // has no GPU.
 func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...health.Option) (*server, error) {
 	s := &server{rt: rt, gens: rng.New(rt), cpu: rng.NewHost(rng.CURAND, seed), log: logger}
+	for i := range s.drawing {
+		s.drawing[i] = make(chan struct{}, 1)
+	}
 	if err := s.gens.ManualSeedAll(context.Background(), seed); err != nil {
 		return nil, err
 	}
@@ -43,9 +52,10 @@ func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...hea
 	return s, nil
 }
 
-// Close releases health's background initialization and the generators.
+// Close releases health's background initialization, the generators and
+// the runtime's watches. None of them waits for a driver call that hangs.
 func (s *server) Close() error {
-	return errors.Join(s.health.Close(), s.gens.Close())
+	return errors.Join(s.health.Close(), s.gens.Close(), s.rt.Close())
 }
 
 // Handler serves the health paths and /v1/draw.
@@ -67,11 +77,17 @@ type drawResult struct {
 }
 
 // draw serves GET /v1/draw?device=0&n=16. It initializes the runtime if
-// needed, waiting no longer than the request.
+// needed, waiting no longer than the request. HEAD checks the parameters and
+// draws nothing: it has no side effects, as HTTP asks.
 func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 	ordinal, n, err := drawParams(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	res, err := s.drawFrom(r.Context(), ordinal, n)
@@ -126,8 +142,21 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 	if err != nil {
 		return drawResult{}, err
 	}
-	s.drawMu.Lock()
-	defer s.drawMu.Unlock()
+	// A lost device (hung, say) fails at once, not after the request's
+	// wait for a turn that may never come.
+	if err := s.rt.CheckDevice(ordinal); err != nil {
+		return drawResult{}, err
+	}
+	if ordinal >= maxDevices {
+		return drawResult{}, fmt.Errorf("%w: %d: the example draws on devices 0 to %d only", device.ErrInvalidDevice, ordinal, maxDevices-1)
+	}
+	select {
+	case s.drawing[ordinal] <- struct{}{}:
+		defer func() { <-s.drawing[ordinal] }()
+	case <-ctx.Done():
+		s.log.Debug("draw gave up waiting for the one before it", "device", ordinal, "err", context.Cause(ctx))
+		return drawResult{}, fmt.Errorf("waiting for device %d's draw before this one: %w", ordinal, context.Cause(ctx))
+	}
 	st, err := s.gens.State(ctx, ordinal)
 	if err != nil {
 		return drawResult{}, err

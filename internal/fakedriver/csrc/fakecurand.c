@@ -4,7 +4,11 @@
 // context current on the calling thread, as the real library's do; the fake
 // asks libcuda through cuCtxGetCurrent, resolved in the process at run time.
 //
-//   GPUINIT_FAKE_CURAND_LOG  append one line per call to this file
+//   GPUINIT_FAKE_CURAND_LOG         append one line per call to this file
+//   GPUINIT_FAKE_CURAND_HANG_DRAW   if set to N, the process's Nth device draw
+//                                   (from 1) never returns, as on a GPU whose
+//                                   kernels never complete; it logs
+//                                   "curandGenerate hangs"
 //
 // Build: cc -shared -fPIC -Wl,-soname,libcurand.so.10 -o libcurand.so.10 fakecurand.c -ldl
 #define _GNU_SOURCE
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fakephilox.h"
 
@@ -49,9 +54,17 @@ curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t g, unsigned 
 curandStatus_t curandSetGeneratorOffset(curandGenerator_t g, unsigned long long o) { g->offset = o; return 0; }
 
 
+// device_draws counts device draws, for GPUINIT_FAKE_CURAND_HANG_DRAW.
+static int device_draws;
+
 curandStatus_t curandGenerate(curandGenerator_t g, unsigned int *out, size_t n) {
 	logcall("curandGenerate");
 	if (!g->host && !has_context()) return 201;
+	const char *hang = getenv("GPUINIT_FAKE_CURAND_HANG_DRAW");
+	if (!g->host && hang && *hang && __atomic_add_fetch(&device_draws, 1, __ATOMIC_SEQ_CST) == atoi(hang)) {
+		logcall("curandGenerate hangs");
+		for (;;) pause();
+	}
 	for (size_t i = 0; i < n; i++) {
 		unsigned long long e = g->offset + i, j = e / 4, h = j >> 16;
 		unsigned c[4] = {(unsigned)h, (unsigned)(h >> 32), (unsigned)(j & 0xFFFF), 0};
