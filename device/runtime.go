@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,7 @@ type Runtime struct {
 	calls        atomic.Pointer[callWatch]         // watches calls into the devices' drivers, from a successful init on
 	callDeadline atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
 	health       healthWatch                       // the driver's health events, from a successful init on
+	canaries     sync.Map                          // ordinal -> when its canary in flight started
 	closed       atomic.Bool                       // Close was called: nothing more starts
 }
 

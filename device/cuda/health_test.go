@@ -177,3 +177,53 @@ func TestChildHealthUnknown(t *testing.T) {
 	assert.Empty(t, r.Lost())
 	assert.NoError(t, r.CheckDevice(0), "an unknown health loses nothing")
 }
+
+func TestCanary(t *testing.T) {
+	env, log := fake(t, fakedriver.CUDA)
+	t.Run("a round trip in the device's primary context, freed", func(t *testing.T) {
+		log.Reset(t)
+		runChild(t, "TestChildCanary", append(env, "WANT=ok")...)
+		assert.Equal(t, []string{"cuMemAlloc_v2 4", "cuMemsetD32_v2 1", "cuMemcpyDtoH_v2 4", "cuMemFree_v2"},
+			log.Lines(t, "cuMemAlloc", "cuMemset", "cuMemcpy", "cuMemFree"))
+	})
+	t.Run("a pattern read back wrong loses the device", func(t *testing.T) {
+		runChild(t, "TestChildCanary", append(env, "WANT=mismatch", "GPUINIT_FAKE_CUDA_MEMSET_CORRUPT=1")...)
+	})
+	t.Run("a round trip that hangs loses the device at the call deadline, and starts no second", func(t *testing.T) {
+		runChild(t, "TestChildCanary", append(env, "WANT=hang", "GPUINIT_FAKE_CUDA_MEMSET_HANG=1")...)
+	})
+}
+
+func TestChildCanary(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	ctx := context.Background()
+	switch os.Getenv("WANT") {
+	case "ok":
+		require.NoError(t, r.Canary(ctx, 1))
+		assert.Empty(t, r.Lost())
+	case "mismatch":
+		err := r.Canary(ctx, 1)
+		require.ErrorIs(t, err, device.ErrDeviceLost)
+		assert.ErrorContains(t, err, "gave back 0x9e3679b9 for the 0x9e3779b9 it set")
+		lost := r.Lost()
+		require.Len(t, lost, 1)
+		assert.Equal(t, device.LossCanary, lost[0].Source)
+		assert.NoError(t, r.CheckDevice(0))
+	case "hang":
+		require.NoError(t, r.Init(ctx))
+		r.SetCallDeadline(50 * time.Millisecond)
+		wait, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		err := r.Canary(wait, 1)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the wait ends with its context")
+		again := r.Canary(ctx, 1)
+		assert.ErrorContains(t, again, "is still running", "no second round trip while the first is stuck")
+		require.Eventually(t, func() bool { return r.CheckDevice(1) != nil }, 10*time.Second, time.Millisecond)
+		lost := r.Lost()
+		assert.Equal(t, device.LossDeadline, lost[0].Source)
+		assert.Equal(t, "canary", lost[0].Err.Op)
+		assert.ErrorIs(t, r.Canary(ctx, 1), device.ErrDeviceLost, "a lost device's canary fails at once")
+	}
+}

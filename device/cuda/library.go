@@ -55,6 +55,7 @@ var driverSymbols = []dynload.Symbol{
 	{Name: "cuMemAlloc_v2", Offset: unsafe.Offsetof(C.gpuinit_cu.cuMemAlloc_v2), Required: true},
 	{Name: "cuMemFree_v2", Offset: unsafe.Offsetof(C.gpuinit_cu.cuMemFree_v2), Required: true},
 	{Name: "cuMemcpyDtoH_v2", Offset: unsafe.Offsetof(C.gpuinit_cu.cuMemcpyDtoH_v2), Required: true},
+	{Name: "cuMemsetD32_v2", Offset: unsafe.Offsetof(C.gpuinit_cu.cuMemsetD32_v2), Required: true},
 	{Name: "cuGetErrorName", Offset: unsafe.Offsetof(C.gpuinit_cu.cuGetErrorName), Required: true},
 	{Name: "cuGetErrorString", Offset: unsafe.Offsetof(C.gpuinit_cu.cuGetErrorString), Required: true},
 }

@@ -41,6 +41,7 @@ struct gpuinit_cuda {
 	CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
 	CUresult (*cuMemFree_v2)(CUdeviceptr);
 	CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+	CUresult (*cuMemsetD32_v2)(CUdeviceptr, unsigned int, size_t);
 	CUresult (*cuGetErrorName)(CUresult, const char **);
 	CUresult (*cuGetErrorString)(CUresult, const char **);
 };
@@ -76,6 +77,22 @@ static CUresult gpuinit_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { ret
 static CUresult gpuinit_cuMemAlloc(CUdeviceptr *p, size_t n) { return CU(cuMemAlloc_v2)(p, n); }
 static CUresult gpuinit_cuMemFree(CUdeviceptr p) { return CU(cuMemFree_v2)(p); }
 static CUresult gpuinit_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) { return CU(cuMemcpyDtoH_v2)(dst, src, n); }
+
+// gpuinit_cuCanary is the readiness canary's round trip in one cgo call, with
+// the calling thread's context current: allocate 4 bytes, set them on the
+// device, copy them back, free them. step names the call that failed (1 to
+// 4), 0 if none did.
+struct gpuinit_canary { CUresult r; int step; unsigned int got; };
+static struct gpuinit_canary gpuinit_cuCanary(unsigned int want) {
+	struct gpuinit_canary c = {0, 0, 0};
+	CUdeviceptr p = 0;
+	if ((c.r = CU(cuMemAlloc_v2)(&p, 4)) != CUDA_SUCCESS) { c.step = 1; return c; }
+	if ((c.r = CU(cuMemsetD32_v2)(p, want, 1)) != CUDA_SUCCESS) c.step = 2;
+	else if ((c.r = CU(cuMemcpyDtoH_v2)(&c.got, p, 4)) != CUDA_SUCCESS) c.step = 3;
+	CUresult freed = CU(cuMemFree_v2)(p);
+	if (c.step == 0 && freed != CUDA_SUCCESS) { c.r = freed; c.step = 4; }
+	return c;
+}
 
 // gpuinit_cuDeviceGetUuid prefers cuDeviceGetUuid_v2, which gives a MIG
 // instance its own UUID.

@@ -85,3 +85,19 @@ type ErrorClassifier interface {
 type InitReporter interface {
 	DriverInitialized() bool
 }
+
+// CanaryRunner is implemented by backends that can prove a device still does
+// work: the readiness canary's round trip.
+type CanaryRunner interface {
+	// Canary allocates 4 bytes on device ordinal, has the device set them
+	// to a pattern, copies them back, frees them, and checks the pattern.
+	// It is called after Init succeeded, from any goroutine, under the
+	// Runtime's call deadline. A failed call returns its *DriverError (Sticky
+	// where the device is now unusable); a pattern that comes back wrong
+	// returns a *DriverError with Sticky set, since the device's memory or
+	// copy engine is broken.
+	Canary(ordinal int) error
+}
+
+// CanaryPattern is the 32-bit value a canary sets and expects back.
+const CanaryPattern uint32 = 0x9e3779b9

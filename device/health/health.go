@@ -93,6 +93,7 @@ type Health struct {
 	deadline      time.Duration
 	restartOnLoss bool
 	cpuFallback   bool
+	canaryPeriod  time.Duration
 	logger        *slog.Logger
 
 	ctx    context.Context // cancelled by Close: the background Init stops waiting
@@ -108,6 +109,7 @@ type Health struct {
 	snap     atomic.Pointer[snapshot] // read once, when initialization finished
 	failed   atomic.Pointer[verdict]  // made once, when a probe first sees the failure
 	lossSeen atomic.Pointer[losses]   // remade when the number of lost devices changes
+	canary   canaries                 // the readiness canary's results, WithCanary
 }
 
 // verdict is what the probes answer about a failed initialization: its class

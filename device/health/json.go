@@ -29,6 +29,8 @@ type Device struct {
 	// Health is what the driver's health watch knows of the device, read
 	// at the status's moment; null where nothing watches it yet.
 	Health *DeviceHealth `json:"health,omitempty"`
+	// Canary is the device's last readiness canary (WithCanary).
+	Canary *Canary `json:"canary,omitempty"`
 }
 
 // DeviceHealth is device.DeviceHealth as JSON, in the layout gpuprobe's

@@ -30,6 +30,9 @@ func (h *Health) observe(snapshot bool) lazy.State {
 	if snapshot && (state == lazy.Ready || state == lazy.Failed) && h.snap.Load() == nil {
 		h.snap.CompareAndSwap(nil, h.read(state))
 	}
+	if state == lazy.Ready {
+		h.startCanary()
+	}
 	return state
 }
 

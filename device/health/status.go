@@ -108,6 +108,7 @@ func (h *Health) addDevices(s *Status) {
 			s.Devices[i].Health = DeviceHealthOf(health[o])
 		}
 	}
+	h.addCanaries(s)
 	for _, l := range h.rt.Lost() {
 		s.Lost = append(s.Lost, Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: ErrorOf(l), At: l.At})
 	}

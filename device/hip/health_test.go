@@ -127,3 +127,29 @@ func TestChildRASBadPeriod(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	assert.False(t, r.Health()[0].Watched)
 }
+
+func TestCanary(t *testing.T) {
+	env, log := fakeHost(t, fakedriver.HIP)
+	t.Run("a round trip on the device, freed", func(t *testing.T) {
+		log.Reset(t)
+		runChild(t, "TestChildCanary", env...)
+		assert.Equal(t, []string{"hipMalloc 4", "hipMemset", "hipMemcpy", "hipFree"}, log.Lines(t, "hipMalloc", "hipMemset", "hipMemcpy", "hipFree"))
+	})
+	t.Run("a pattern read back wrong loses the device", func(t *testing.T) {
+		runChild(t, "TestChildCanary", append(env, "GPUINIT_FAKE_HIP_MEMSET_CORRUPT=1", "WANT=mismatch")...)
+	})
+}
+
+func TestChildCanary(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	err := r.Canary(context.Background(), 0)
+	if os.Getenv("WANT") != "mismatch" {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, device.ErrDeviceLost)
+	assert.ErrorContains(t, err, "pattern mismatch")
+	assert.Equal(t, device.LossCanary, r.Lost()[0].Source)
+}

@@ -45,6 +45,7 @@ var runtimeSymbols = []dynload.Symbol{
 	{Name: "hipMalloc", Offset: unsafe.Offsetof(C.gpuinit_hip.hipMalloc), Required: true},
 	{Name: "hipFree", Offset: unsafe.Offsetof(C.gpuinit_hip.hipFree), Required: true},
 	{Name: "hipMemcpy", Offset: unsafe.Offsetof(C.gpuinit_hip.hipMemcpy), Required: true},
+	{Name: "hipMemset", Offset: unsafe.Offsetof(C.gpuinit_hip.hipMemset), Required: true},
 	{Name: "hipGetErrorName", Offset: unsafe.Offsetof(C.gpuinit_hip.hipGetErrorName), Required: true},
 	{Name: "hipGetErrorString", Offset: unsafe.Offsetof(C.gpuinit_hip.hipGetErrorString), Required: true},
 }

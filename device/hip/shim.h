@@ -6,6 +6,7 @@
 #define GPUINIT_HIP_SHIM_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef int hipError_t;
 #define hipSuccess 0
@@ -24,6 +25,7 @@ struct gpuinit_hip {
 	hipError_t (*hipMalloc)(void **, size_t);
 	hipError_t (*hipFree)(void *);
 	hipError_t (*hipMemcpy)(void *, const void *, size_t, int);
+	hipError_t (*hipMemset)(void *, int, size_t);
 	const char *(*hipGetErrorName)(hipError_t);
 	const char *(*hipGetErrorString)(hipError_t);
 };
@@ -40,6 +42,23 @@ static hipError_t gpuinit_hipMalloc(void **p, size_t n) { return gpuinit_hip.hip
 static hipError_t gpuinit_hipFree(void *p) { return gpuinit_hip.hipFree(p); }
 static hipError_t gpuinit_hipMemcpyDtoH(void *dst, const void *src, size_t n) {
 	return gpuinit_hip.hipMemcpy(dst, src, n, hipMemcpyDeviceToHost);
+}
+
+// gpuinit_hipCanary is the readiness canary's round trip in one cgo call,
+// on the calling thread's current device: allocate 4 bytes, set each to
+// want, copy them back, free them. step names the call that failed (1 to
+// 4), 0 if none did.
+struct gpuinit_canary { hipError_t r; int step; unsigned char got[4]; };
+static struct gpuinit_canary gpuinit_hipCanary(unsigned char want) {
+	struct gpuinit_canary c;
+	void *p = NULL;
+	memset(&c, 0, sizeof c);
+	if ((c.r = gpuinit_hip.hipMalloc(&p, 4)) != hipSuccess) { c.step = 1; return c; }
+	if ((c.r = gpuinit_hip.hipMemset(p, want, 4)) != hipSuccess) c.step = 2;
+	else if ((c.r = gpuinit_hip.hipMemcpy(c.got, p, 4, hipMemcpyDeviceToHost)) != hipSuccess) c.step = 3;
+	hipError_t freed = gpuinit_hip.hipFree(p);
+	if (c.step == 0 && freed != hipSuccess) { c.r = freed; c.step = 4; }
+	return c;
 }
 
 // gpuinit_hipSwapDevice makes d current on this thread and saves the one it

@@ -62,3 +62,12 @@ func (b *Backend) InjectHealthEvent(ev driver.HealthEvent) {
 		}
 	}
 }
+
+// Canary simulates the readiness canary's round trip: it fails as a lost
+// device's calls do (LoseDevice), with the code given, else succeeds.
+func (b *Backend) Canary(ordinal int) error {
+	if err := b.checkDevice(ordinal); err != nil {
+		return err
+	}
+	return b.lostError("cuMemsetD32_v2", ordinal)
+}

@@ -58,6 +58,7 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "info", "the lowest level logged: debug, info, warn or error")
 	callDeadline := fs.Duration("call-deadline", device.DefaultCallDeadline, "how long a driver call after init may run before its device is lost as hung; 0 never")
 	restartOnLoss := fs.Bool("restart-on-device-loss", false, "fail liveness once a device is lost, so that the orchestrator restarts the server")
+	canary := fs.Duration("canary", 0, "how often readiness proves each device still works with a 4-byte round trip; 0 never")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", device.DefaultPreflightDeadline, "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +80,9 @@ func run(args []string) error {
 	}
 	rt.SetCallDeadline(*callDeadline)
 	opts := []health.Option{health.WithInitDeadline(*deadline)}
+	if *canary > 0 {
+		opts = append(opts, health.WithCanary(*canary))
+	}
 	if *restartOnLoss {
 		opts = append(opts, health.WithRestartOnDeviceLoss())
 	}

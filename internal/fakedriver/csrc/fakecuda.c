@@ -18,6 +18,8 @@
 //                              _FAIL_FILE, GPUINIT_FAKE_CUDA_INIT is returned only for the
 //                              first _FAIL_TIMES calls, counted across processes
 //   GPUINIT_FAKE_LOG_PID       if set, each log line ends with " pid=N"
+//   GPUINIT_FAKE_CUDA_MEMSET_CORRUPT, _MEMSET_HANG
+//                              cuMemsetD32_v2 sets a wrong value, or never returns
 //
 // Build: cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o libcuda.so.1 fakecuda.c
 // Define GPUINIT_FAKE_CUDA_OMIT_cuDeviceTotalMem_v2 to leave that function
@@ -303,6 +305,24 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	if (current_device() < 0) return 201;
 	if (!dst || !src) return 1;
 	memcpy(dst, (void *)(size_t)src, n);
+	return 0;
+}
+
+// cuMemsetD32_v2 sets n 32-bit values; GPUINIT_FAKE_CUDA_MEMSET_CORRUPT
+// makes it set a different value (as broken memory or a broken copy
+// engine would), GPUINIT_FAKE_CUDA_MEMSET_HANG makes it never return.
+CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned int v, size_t n) {
+	logcall("cuMemsetD32_v2 %zu", n);
+	CUresult r = gate();
+	if (r) return r;
+	if (current_device() < 0) return 201;
+	if (!p) return 1;
+	if (getenv("GPUINIT_FAKE_CUDA_MEMSET_HANG")) {
+		for (;;) pause();
+	}
+	if (getenv("GPUINIT_FAKE_CUDA_MEMSET_CORRUPT")) v ^= 0x00010000u;
+	unsigned int *u = (unsigned int *)(size_t)p;
+	for (size_t i = 0; i < n; i++) u[i] = v;
 	return 0;
 }
 

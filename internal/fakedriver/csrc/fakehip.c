@@ -10,6 +10,7 @@
 //                             with no device)
 //   GPUINIT_FAKE_HIP_VERSION  what hipDriverGetVersion reports (default 60241134, ROCm 6.2)
 //   GPUINIT_FAKE_HIP_COUNT    if set, the raw count hipGetDeviceCount answers, even a negative one
+//   GPUINIT_FAKE_HIP_MEMSET_CORRUPT  if set, hipMemset sets a wrong value
 //   GPUINIT_FAKE_HIP_INIT_HANG, _CRASH, _DELAY_MS, _FAIL_FILE, _FAIL_TIMES
 //                             what hipInit does first (fakecommon.h's fake_init)
 //   GPUINIT_FAKE_LOG_PID      if set, each log line ends with " pid=N"
@@ -137,6 +138,16 @@ hipError_t hipMalloc(void **p, size_t n) {
 }
 
 hipError_t hipFree(void *p) { enter("hipFree"); free(p); return 0; }
+
+// hipMemset sets n bytes; GPUINIT_FAKE_HIP_MEMSET_CORRUPT makes it set a
+// different value, as broken memory would.
+hipError_t hipMemset(void *p, int v, size_t n) {
+	hipError_t r = enter("hipMemset");
+	if (r) return r;
+	if (!p) return 1;
+	memset(p, getenv("GPUINIT_FAKE_HIP_MEMSET_CORRUPT") ? v ^ 1 : v, n);
+	return 0;
+}
 
 hipError_t hipMemcpy(void *dst, const void *src, size_t n, int kind) {
 	hipError_t r = enter("hipMemcpy");
