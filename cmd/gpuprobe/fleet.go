@@ -37,6 +37,8 @@ func (r report) verdict() string {
 		return device.NoGPUHere.String()
 	case r.ExitCode == exitOK:
 		return "ok"
+	case len(r.Lost) > 0:
+		return "device-lost"
 	}
 	for _, s := range r.Scenarios {
 		if s.Verdict == string(hangcheck.Hang) {
@@ -121,6 +123,7 @@ func promMetrics(r report, now time.Time) []byte {
 		gauge("gpuinit_preflight_attempts", "How many preflight children the bring-up ran.")
 		fmt.Fprintf(&b, "gpuinit_preflight_attempts{backend=%q} %d\n", r.Backend, r.BringUp.Attempts)
 	}
+	deviceMetrics(&b, r, gauge)
 	gauge("gpuinit_probe_timestamp_seconds", "When the probe ran, in seconds since the epoch.")
 	fmt.Fprintf(&b, "gpuinit_probe_timestamp_seconds %d\n", now.Unix())
 	return b.Bytes()

@@ -66,7 +66,18 @@ func TestOverTheFakeDrivers(t *testing.T) {
 			rep := decode(t, r)
 			assert.Equal(t, "cuda", rep.Backend)
 			assert.Equal(t, 12040, rep.DriverVersion)
+			for i, d := range rep.Devices {
+				require.NotNil(t, d.Health, "device %d", i)
+				assert.True(t, d.Health.Watched, "device %d's NVML events are watched: %s", i, d.Health.Why)
+				require.NotNil(t, d.Health.Counters, "device %d's counters are read", i)
+				require.NotNil(t, d.Health.Counters.Persistence)
+				assert.True(t, *d.Health.Counters.Persistence)
+				require.NotNil(t, d.Canary, "device %d", i)
+				assert.True(t, d.Canary.OK, "device %d's canary: %+v", i, d.Canary.Error)
+				rep.Devices[i].Health, rep.Devices[i].Canary = nil, nil
+			}
 			assert.Equal(t, wantDevices, rep.Devices, "free memory from the fake NVML, matched by UUID")
+			assert.Empty(t, rep.Lost)
 			require.Len(t, rep.Scenarios, 6)
 			for _, s := range rep.Scenarios {
 				assert.Equal(t, "ok", s.Verdict, "%s: %s", s.Name, s.Error)
@@ -86,6 +97,34 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		text := probeRun(t, bin, fakeNVIDIAHost(t, false), "-backend", "cuda", "-scenario", "queued")
 		assert.Contains(t, text.stdout, "rng         unsupported")
 		assert.Contains(t, text.stdout, "uuid GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e, pci 0000:18:00.0, cc 9.0, 132 multiprocessors")
+	})
+	t.Run("health events and counters in the report and the metrics", func(t *testing.T) {
+		events := filepath.Join(t.TempDir(), "events")
+		// An application's Xid on device 0 and a double-bit ECC error on
+		// device 1, delivered as soon as the watch waits.
+		require.NoError(t, os.WriteFile(events, []byte("xid GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e 13\n"+
+			"ecc-double GPU-01234567-89ab-cdef-fedc-ba9876543210\n"), 0o644))
+		prom := filepath.Join(t.TempDir(), "gpuinit.prom")
+		env := append(fakeNVIDIAHost(t, true), "GPUINIT_FAKE_NVML_EVENTS="+events, "GPUINIT_FAKE_NVML_ECC_CORRECTED=7")
+		r := probeRun(t, bin, env, "-json", "-backend", "cuda", "-scenario", "queued", "-watch", "1s", "-prom-file", prom)
+		assert.Equal(t, exitFailed, r.code, "a device lost while probed fails the probe; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		rep := decode(t, r)
+		require.Len(t, rep.Lost, 1)
+		assert.Equal(t, 1, rep.Lost[0].Ordinal)
+		assert.Equal(t, "ecc", rep.Lost[0].Source)
+		require.NotNil(t, rep.Devices[0].Health)
+		assert.Equal(t, map[string]int64{"xid 13": 1}, rep.Devices[0].Health.Counted)
+		metrics, err := os.ReadFile(prom)
+		require.NoError(t, err)
+		for _, line := range []string{
+			`gpuinit_device_health_watched{backend="cuda",ordinal="0",uuid="GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e"} 1`,
+			`gpuinit_device_health_events{backend="cuda",ordinal="0",uuid="GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e",event="xid 13"} 1`,
+			`gpuinit_device_ecc_errors{backend="cuda",ordinal="0",uuid="GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e",type="corrected"} 7`,
+			`gpuinit_device_canary_ok{backend="cuda",ordinal="0",uuid="GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e"} 1`,
+			`gpuinit_device_lost{backend="cuda",ordinal="1",source="ecc"} 1`,
+		} {
+			assert.Contains(t, string(metrics), line+"\n")
+		}
 	})
 	t.Run("an AMD host through the fake ROCm 6 runtime", func(t *testing.T) {
 		dir := t.TempDir()

@@ -53,6 +53,7 @@ type config struct {
 	interval   time.Duration // repeat every interval until SIGTERM; 0 runs once
 	preflight  bool          // bring the GPU up in a preflight child first
 	initWait   time.Duration // how long to wait for Init: timeout, and with the preflight its child's most
+	watch      time.Duration // how long to watch the driver's health events before reporting
 }
 
 func main() {
@@ -102,6 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
 	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
 	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")
+	fs.DurationVar(&cfg.watch, "watch", 0, "watch the driver's health events (Xid, ECC, RAS) this long before reporting")
 	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
 	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files each round; 0 runs once")
 	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+device.EnvPreflight+" overrides)")

@@ -48,6 +48,7 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 	rep.Visibility = rt.Visibility()
 	rep.Scenarios = runScenarios(ctx, cfg, rep.Backend, selected, progress)
 	rep.RNG = checkRNG(ctx, rt)
+	checkHealth(ctx, rt, cfg.watch, &rep)
 
 	rep.ExitCode = exitOK
 	for _, s := range rep.Scenarios {
@@ -55,7 +56,7 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 			rep.ExitCode = exitFailed
 		}
 	}
-	if rep.RNG.Verdict == "mismatch" || rep.RNG.Verdict == "error" {
+	if rep.RNG.Verdict == "mismatch" || rep.RNG.Verdict == "error" || len(rep.Lost) > 0 {
 		rep.ExitCode = exitFailed
 	}
 	return rep

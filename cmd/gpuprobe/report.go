@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -34,6 +35,7 @@ type report struct {
 	Fallback    *fallback        `json:"fallback,omitempty"`
 	Scenarios   []scenarioResult `json:"scenarios"`
 	RNG         *rngResult       `json:"rng,omitempty"`
+	Lost        []health.Lost    `json:"lost,omitempty"` // devices lost while probed: by the canary, a deadline, the health watch
 	Error       *errorInfo       `json:"error,omitempty"`
 	Interrupted string           `json:"interrupted,omitempty"` // the signal, when one stopped the probe
 	ExitCode    int              `json:"exit_code"`
@@ -186,6 +188,9 @@ func writeText(w io.Writer, r report) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, l := range r.Lost {
+		fmt.Fprintf(w, "lost        device %d (%s): %s\n", l.Ordinal, l.Source, l.Error.Message)
+	}
 	fmt.Fprintf(w, "result      %s\n", resultWord(r.ExitCode))
 }
 
@@ -214,6 +219,36 @@ func writeDevice(w io.Writer, d deviceInfo) {
 	if len(facts) > 0 {
 		fmt.Fprintf(w, "     %s\n", strings.Join(facts, ", "))
 	}
+	if line := healthLine(d); line != "" {
+		fmt.Fprintf(w, "     %s\n", line)
+	}
+}
+
+// healthLine says what the health watch and the canary found of a device:
+// "health watched, xid 13: 1; canary ok 0.1 ms".
+func healthLine(d deviceInfo) string {
+	var parts []string
+	if h := d.Health; h != nil {
+		s := "health watched"
+		if !h.Watched {
+			s = "health " + h.Why
+		}
+		for _, ev := range slices.Sorted(maps.Keys(h.Counted)) {
+			s += fmt.Sprintf(", %s: %d", ev, h.Counted[ev])
+		}
+		if h.WatchError != "" {
+			s += ", watch error: " + h.WatchError
+		}
+		parts = append(parts, s)
+	}
+	if c := d.Canary; c != nil {
+		s := fmt.Sprintf("canary ok %.1f ms", c.TookMillis)
+		if !c.OK {
+			s = "canary FAILED: " + c.Error.Message
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func resultWord(code int) string {

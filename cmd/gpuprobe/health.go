@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/health"
+)
+
+// healthSettle bounds how long the probe waits for the driver's health watch
+// to report each device (watched or not, and its counters).
+const healthSettle = 3 * time.Second
+
+// checkHealth runs one readiness canary on each device, waits for the health
+// watch to have reported every device, and then for watch more (or until
+// ctx ends), and records both, and any device lost, in rep; then it stops
+// the Runtime's watches.
+func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, rep *report) {
+	defer rt.Close()
+	for i := range rep.Devices {
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, healthSettle)
+		err := rt.Canary(cctx, rep.Devices[i].Ordinal)
+		cancel()
+		c := &health.Canary{At: start, TookMillis: float64(time.Since(start).Microseconds()) / 1000, OK: err == nil}
+		if err != nil {
+			c.Error = health.ErrorOf(err)
+		}
+		if !errors.Is(err, device.ErrNotSupported) {
+			rep.Devices[i].Canary = c
+		}
+	}
+	deadline := time.NewTimer(healthSettle)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !healthSettled(rt.Health()) {
+		select {
+		case <-ctx.Done():
+		case <-deadline.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	if watch > 0 {
+		t := time.NewTimer(watch)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	hs := rt.Health()
+	for i := range rep.Devices {
+		if o := rep.Devices[i].Ordinal; o >= 0 && o < len(hs) {
+			rep.Devices[i].Health = health.DeviceHealthOf(hs[o])
+		}
+	}
+	for _, l := range rt.Lost() {
+		rep.Lost = append(rep.Lost, health.Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: health.ErrorOf(l), At: l.At})
+	}
+}
+
+// healthSettled reports whether the watch has said something of every
+// device: that it watches it and read its counters (or failed to), or why it
+// cannot. A watch that reads no counters settles at healthSettle.
+func healthSettled(hs []device.DeviceHealth) bool {
+	for _, h := range hs {
+		if (!h.Watched && strings.Contains(h.Why, "has not started yet")) || (h.Watched && h.Counters == nil && h.WatchError == "") {
+			return false
+		}
+	}
+	return hs != nil
+}
+
+// deviceMetrics renders each device's health, canary and losses as metrics.
+func deviceMetrics(b *bytes.Buffer, r report, gauge func(name, help string)) {
+	if len(r.Devices) == 0 {
+		return
+	}
+	labels := func(d deviceInfo) string {
+		return fmt.Sprintf("backend=%q,ordinal=\"%d\",uuid=%q", r.Backend, d.Ordinal, d.UUID)
+	}
+	gauge("gpuinit_device_health_watched", "Whether the driver's health events are watched on the device (1), or its health is unknown (0).")
+	for _, d := range r.Devices {
+		fmt.Fprintf(b, "gpuinit_device_health_watched{%s} %d\n", labels(d), boolMetric(d.Health != nil && d.Health.Watched))
+	}
+	gauge("gpuinit_device_health_events", "Health events counted against the device (Xids that leave it in service, corrected ECC errors, RAS counts), by event.")
+	for _, d := range r.Devices {
+		if d.Health == nil {
+			continue
+		}
+		for _, ev := range slices.Sorted(maps.Keys(d.Health.Counted)) {
+			fmt.Fprintf(b, "gpuinit_device_health_events{%s,event=%q} %d\n", labels(d), ev, d.Health.Counted[ev])
+		}
+	}
+	gauge("gpuinit_device_ecc_errors", "The driver's ECC error counts for the device, by type; absent where it cannot read them.")
+	for _, d := range r.Devices {
+		if d.Health == nil || d.Health.Counters == nil {
+			continue
+		}
+		if c := d.Health.Counters.ECCCorrected; c != nil {
+			fmt.Fprintf(b, "gpuinit_device_ecc_errors{%s,type=\"corrected\"} %d\n", labels(d), *c)
+		}
+		if c := d.Health.Counters.ECCUncorrected; c != nil {
+			fmt.Fprintf(b, "gpuinit_device_ecc_errors{%s,type=\"uncorrected\"} %d\n", labels(d), *c)
+		}
+	}
+	gauge("gpuinit_device_row_remap_pending", "Whether the device has row remappings pending a reset (1); absent where unknown.")
+	for _, d := range r.Devices {
+		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.RowRemapsPending != nil {
+			fmt.Fprintf(b, "gpuinit_device_row_remap_pending{%s} %d\n", labels(d), boolMetric(*d.Health.Counters.RowRemapsPending))
+		}
+	}
+	gauge("gpuinit_device_canary_ok", "Whether the device's 4-byte round trip worked (1) or not (0); absent where the backend has no canary.")
+	for _, d := range r.Devices {
+		if d.Canary != nil {
+			fmt.Fprintf(b, "gpuinit_device_canary_ok{%s} %d\n", labels(d), boolMetric(d.Canary.OK))
+		}
+	}
+	gauge("gpuinit_device_lost", "Devices lost while probed, by who saw it: 1 per lost device.")
+	for _, l := range r.Lost {
+		fmt.Fprintf(b, "gpuinit_device_lost{backend=%q,ordinal=\"%d\",source=%q} 1\n", r.Backend, l.Ordinal, l.Source)
+	}
+}
+
+func boolMetric(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
