@@ -376,6 +376,10 @@ func TestAStickyCodeReportedBeforeInitIsRefusedWithItsClassification(t *testing.
 	de, err = auto.ReportDriverCode(0, "cuLaunchKernel", 700)
 	assert.Equal(t, "unclassified", de.Name, "before its choice auto cannot tell whose code it is")
 	assert.ErrorIs(t, err, device.ErrNotInitialized)
+	require.NoError(t, auto.Init(ctx))
+	de, err = auto.ReportDriverCode(0, "cuLaunchKernel", 700)
+	assert.Equal(t, "CUDA_ERROR_ILLEGAL_ADDRESS", de.Name, "once auto chose cuda, cuda's table classifies")
+	assert.ErrorIs(t, err, device.ErrDeviceLost, "and the device is lost")
 }
 
 func TestRequireDriverVersionRefusesFloorsThatNeverApply(t *testing.T) {

@@ -4,9 +4,12 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 )
@@ -160,6 +163,54 @@ func BenchmarkGenerate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := g.Generate(dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWatchedCalls measures what the call deadline's watch adds to the
+// Runtime's hot paths, side by side in one run: Do with an empty fn from
+// every P, and a 16-value draw on a Runtime's generator, with the watch on
+// (the default deadline) and off.
+//
+//	go test -run '^$' -bench WatchedCalls -count 5 ./device/cuda
+func BenchmarkWatchedCalls(b *testing.B) {
+	loadFakes(b)
+	ctx := context.Background()
+	noop := func() error { return nil }
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration
+	}{{"watch=off", -1}, {"watch=on", device.DefaultCallDeadline}} {
+		r := device.New(process)
+		r.SetCallDeadline(c.deadline)
+		if err := r.Init(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("Do/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := r.Do(ctx, 0, noop); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		g, err := r.NewGenerator(ctx, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst := make([]uint32, 16)
+		b.Run("Generate/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := g.Generate(dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if err := errors.Join(g.Close(), r.Close()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -39,6 +39,10 @@ func TestHealthWatch(t *testing.T) {
 				"GPUINIT_FAKE_NVML_REMAP_PENDING=1", "GPUINIT_FAKE_NVML_THROTTLE=72")...)
 		})
 	}
+	t.Run("an idle watch blocks in NVML's wait, a second at a time", func(t *testing.T) {
+		log := fakedriver.NewCallLog(t)
+		runChild(t, "TestChildIdleWatch", withEvents(t, "GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log))...)
+	})
 	t.Run("without NVML, health is unknown, said so", func(t *testing.T) {
 		runChild(t, "TestChildHealthUnknown", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1",
 			"WANT_WHY=libnvidia-ml.so.1")...)
@@ -225,5 +229,23 @@ func TestChildCanary(t *testing.T) {
 		assert.Equal(t, device.LossDeadline, lost[0].Source)
 		assert.Equal(t, "canary", lost[0].Err.Op)
 		assert.ErrorIs(t, r.Canary(ctx, 1), device.ErrDeviceLost, "a lost device's canary fails at once")
+	}
+}
+
+// TestChildIdleWatch: with no events, the watch makes one blocking wait of
+// 1000 ms after another, so that it uses no CPU between events (the fake's
+// own wait polls its file; a real NVML's blocks in the kernel).
+func TestChildIdleWatch(t *testing.T) {
+	child(t)
+	watchedRuntime(t)
+	log := fakedriver.CallLog(os.Getenv("NVML_LOG"))
+	waits := func() []string { return log.Lines(t, "nvmlEventSetWait_v2 wait") }
+	require.Eventually(t, func() bool { return len(waits()) >= 1 }, 10*time.Second, time.Millisecond)
+	start := time.Now()
+	require.Eventually(t, func() bool { return len(waits()) >= 3 }, 10*time.Second, time.Millisecond)
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 1900*time.Millisecond, "two more waits took %v: the watch polls", took)
+	for _, w := range waits() {
+		assert.Equal(t, "nvmlEventSetWait_v2 wait 1000", w)
 	}
 }

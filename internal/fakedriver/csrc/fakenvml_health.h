@@ -84,6 +84,7 @@ static int next_event(char *line, size_t len) {
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
 	if (!initialized) return 1;
 	if (!set || !data) return 2;
+	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
 	struct timespec step = {0, 2000000}; // polls the file every 2 ms: the test's latency, not a real driver's
 	for (unsigned int waited = 0;; waited += 2) {
 		char line[256], kind[32], uuid[96];
