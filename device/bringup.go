@@ -175,13 +175,29 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 	if preflight != nil && !driverInitialized(c.backend) {
 		b.Attempts++
 		b = r.moveTo(b, PhasePreflight, reg.Name)
-		if _, err := runPreflight(ctx, *preflight, reg, b.Attempts); err != nil {
+		rep, err := runPreflight(ctx, *preflight, reg, b.Attempts)
+		if rep.DriverVersion != 0 {
+			r.driverVersions.Store(reg.Name, rep.DriverVersion)
+		}
+		if err != nil {
 			return b, nil, nil, true, err
 		}
 	}
 	b = r.moveTo(b, PhaseDriver, reg.Name)
 	devices, err = bringUpInProcess(ctx, c.backend, reg.Name, floor)
+	if v, verr := c.backend.DriverVersion(); err != nil && verr == nil && v != 0 {
+		r.driverVersions.Store(reg.Name, v)
+	}
 	return b, c, devices, false, err
+}
+
+// failure is reg's failure err, with the driver version its backend read.
+func (r *Runtime) failure(name string, err error) BackendFailure {
+	f := BackendFailure{Backend: name, Err: err}
+	if v, ok := r.driverVersions.Load(name); ok {
+		f.DriverVersion = v.(int)
+	}
+	return f
 }
 
 // driverInitialized reports whether b's driver is initialized in this process
@@ -240,7 +256,7 @@ func (r *Runtime) storePassedOver(failures map[string]error) {
 	var passed []BackendFailure
 	for _, reg := range r.candidates {
 		if err, ok := failures[reg.Name]; ok {
-			passed = append(passed, BackendFailure{Backend: reg.Name, Err: err})
+			passed = append(passed, r.failure(reg.Name, err))
 		}
 	}
 	r.passedOver.Store(&passed)
@@ -261,7 +277,7 @@ func (r *Runtime) finalError(failures map[string]error, notReady []driver.Regist
 	}
 	var tried []BackendFailure
 	for _, reg := range r.candidates {
-		tried = append(tried, BackendFailure{Backend: reg.Name, Err: failures[reg.Name]})
+		tried = append(tried, r.failure(reg.Name, failures[reg.Name]))
 	}
 	if len(tried) == 1 {
 		return tried[0].Err

@@ -59,6 +59,10 @@ type NoBackendError struct {
 type BackendFailure struct {
 	Backend string
 	Err     error
+	// DriverVersion is the version the backend's driver reported before it
+	// failed (it loaded, but had no usable device, say); 0 where it never
+	// loaded or could not tell.
+	DriverVersion int
 }
 
 // Error lists each backend with its reason.
@@ -87,12 +91,51 @@ func (e *NoBackendError) Summary() error {
 	return summary
 }
 
-// Unwrap returns the summary sentinel, then each backend's error, reachable by
-// errors.As only.
+// Lead returns the failure that leads e: the backend whose library loaded and
+// got furthest (a driver that answered, then one whose library loaded but
+// mismatched), the first tried among equals; where none loaded, the first.
+// On a host with only ROCm, hip's failure leads, not cuda's missing
+// library: its error is the one worth reading.
+func (e *NoBackendError) Lead() BackendFailure {
+	if len(e.Tried) == 0 {
+		return BackendFailure{}
+	}
+	best, bestRank := 0, -1
+	for i, f := range e.Tried {
+		if r := progress(f.Err); r > bestRank {
+			best, bestRank = i, r
+		}
+	}
+	return e.Tried[best]
+}
+
+// progress ranks how far a backend got before err: not compiled in, its
+// library not found, found but mismatched, or its driver answered.
+func progress(err error) int {
+	switch {
+	case errors.Is(err, ErrNotCompiled):
+		return 0
+	case errors.Is(err, ErrDriverNotFound):
+		return 1
+	case errors.Is(err, ErrDriverMismatch):
+		return 2
+	}
+	return 3
+}
+
+// Unwrap returns the summary sentinel, then the leading backend's error
+// (Lead), then each other backend's in the order tried, reachable by
+// errors.As only: errors.As finds the leading backend's *DriverError first.
 func (e *NoBackendError) Unwrap() []error {
 	errs := []error{e.Summary()}
+	lead := e.Lead()
+	if lead.Err != nil {
+		errs = append(errs, asOnly{lead.Err})
+	}
 	for _, f := range e.Tried {
-		errs = append(errs, asOnly{f.Err})
+		if f.Err != lead.Err {
+			errs = append(errs, asOnly{f.Err})
+		}
 	}
 	return errs
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // EnvPreflightChild marks a preflight child: it names the backend to check.
@@ -89,18 +91,25 @@ var sentinels = []struct {
 // read its devices.
 func checkBackend(g *Registry, name string) report {
 	rep := report{Schema: reportSchema, Backend: name}
+	var b driver.Backend
 	fail := func(err error) report {
 		rep.Error = reportError(err)
+		if b != nil && rep.DriverVersion == 0 {
+			// What a driver that loaded but failed says of its version, for
+			// the parent's account of the failure.
+			rep.DriverVersion, _ = b.DriverVersion()
+		}
 		return rep
 	}
 	reg, ok := g.lookup(name)
 	if !ok || reg.Open == nil {
 		return fail(g.notCompiled(name, reg, ok, false))
 	}
-	b, err := g.openBackend(reg)
+	opened, err := g.openBackend(reg)
 	if err != nil {
 		return fail(err)
 	}
+	b = opened
 	if err := b.Init(context.Background()); err != nil {
 		return fail(err)
 	}

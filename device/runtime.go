@@ -40,18 +40,19 @@ type Runtime struct {
 	candidates []driver.Registration // tried in order by the first Init; one unless auto
 	auto       bool
 
-	chosen       atomic.Pointer[choice]            // the backend in use: from creation for a fixed backend, from the first Init for auto
-	passedOver   atomic.Pointer[[]BackendFailure]  // auto's candidates that failed, in order
-	devices      atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
-	settings     settings                          // what RequireDriverVersion and UsePreflight set, read by initialize
-	bringUp      atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
-	visibility   atomic.Pointer[map[string]string] // the visibility settings seen at initialization
-	lost         lostDevices                       // errors reported by the server's engine
-	calls        atomic.Pointer[callWatch]         // watches calls into the devices' drivers, from a successful init on
-	callDeadline atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
-	health       healthWatch                       // the driver's health events, from a successful init on
-	canaries     sync.Map                          // ordinal -> when its canary in flight started
-	closed       atomic.Bool                       // Close was called: nothing more starts
+	chosen         atomic.Pointer[choice]            // the backend in use: from creation for a fixed backend, from the first Init for auto
+	passedOver     atomic.Pointer[[]BackendFailure]  // auto's candidates that failed, in order
+	devices        atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
+	settings       settings                          // what RequireDriverVersion and UsePreflight set, read by initialize
+	bringUp        atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
+	visibility     atomic.Pointer[map[string]string] // the visibility settings seen at initialization
+	lost           lostDevices                       // errors reported by the server's engine
+	calls          atomic.Pointer[callWatch]         // watches calls into the devices' drivers, from a successful init on
+	callDeadline   atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
+	health         healthWatch                       // the driver's health events, from a successful init on
+	canaries       sync.Map                          // ordinal -> when its canary in flight started
+	driverVersions sync.Map                          // backend name -> the driver version it read before it failed
+	closed         atomic.Bool                       // Close was called: nothing more starts
 }
 
 // choice is a Runtime's backend and what it registered with.
