@@ -78,6 +78,13 @@ func (f failure) op(ops ...string) bool {
 	return false
 }
 
+// opPrefix reports whether f's call starts with prefix ("dlsym" for "dlsym
+// cuDeviceTotalMem_v2").
+func (f failure) opPrefix(prefix string) bool {
+	var de *DriverError
+	return errors.As(f.err, &de) && strings.HasPrefix(de.Op, prefix)
+}
+
 // classRule is one row of the class table: the first row whose match holds
 // gives a failure its class.
 type classRule struct {
@@ -91,11 +98,15 @@ type classRule struct {
 var classRules = []classRule{
 	{NoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
 		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
+	{NeedsOperator, "a library file the user named (GPUINIT_CUDA_LIBRARY, GPUINIT_HIP_LIBRARY…) that is not there, does not load, or is a second copy beside one loaded; a library found whose dependency is missing",
+		func(f failure) bool {
+			return f.opPrefix("dlopen GPUINIT_") || (errors.Is(f.err, ErrDriverMismatch) && f.opPrefix("dlopen"))
+		}},
 	{NoGPUHere, "no driver library, or only the toolkit's link stub (CUDA 34)",
 		func(f failure) bool { return errors.Is(f.err, ErrDriverNotFound) }},
 	{NoGPUHere, "a library that lacks a function the backend needs (dlsym), or answers what no driver does",
 		func(f failure) bool {
-			return f.op("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
+			return f.opPrefix("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
 		}},
 	{NoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
 		func(f failure) bool { return errors.Is(f.err, ErrDriverTooOld) }},

@@ -40,7 +40,7 @@ func TestTheBackendThatGotFurthestLeadsAutosError(t *testing.T) {
 		Hint: "install the NVIDIA driver", Sentinel: device.ErrDriverNotFound}
 	noDevice := &device.DriverError{Backend: "hip", Op: "hipInit", Code: 100, Name: "hipErrorNoDevice",
 		Hint: "check /dev/kfd", Sentinel: device.ErrNoDevice}
-	mismatch := &device.DriverError{Backend: "hip", Op: "dlsym", Name: "hipMalloc", Sentinel: device.ErrDriverMismatch}
+	mismatch := &device.DriverError{Backend: "hip", Op: "dlsym hipMalloc", Sentinel: device.ErrDriverMismatch}
 	for _, tc := range []struct {
 		name     string
 		cuda     error
@@ -52,7 +52,7 @@ func TestTheBackendThatGotFurthestLeadsAutosError(t *testing.T) {
 	}{
 		{"ROCm only: hip's driver answered", noLibrary, noDevice, 50221153, "hip", "hipInit", device.ErrNoDevice},
 		{"neither library: the first tried", noLibrary, &device.DriverError{Backend: "hip", Op: "dlopen", Sentinel: device.ErrDriverNotFound}, 0, "cuda", "dlopen", device.ErrDriverNotFound},
-		{"a mismatched library beats a missing one", noLibrary, mismatch, 0, "hip", "dlsym", device.ErrNoDevice},
+		{"a mismatched library beats a missing one", noLibrary, mismatch, 0, "hip", "dlsym hipMalloc", device.ErrNoDevice},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g device.Registry

@@ -75,6 +75,7 @@ type checker struct {
 	importedObl   map[types.Object][]Obligation // other packages' Obligations facts
 	storeExprs    map[token.Pos][2]ast.Expr     // assignments and literal elements, by their store's position
 	modPkgs       []*types.Package              // see modulePackages
+	dirSet        *directiveSet                 // see directives
 }
 
 func run(pass *analysis.Pass) (any, error) {

@@ -215,6 +215,13 @@ func (c *checker) classifyLoad(addr ssa.Value, ctx *funcCtx, seen map[ssa.Value]
 			}
 			return out
 		}
+		if elems, ok := c.capturedSliceElems(a.X, ctx); ok {
+			var out callee
+			for _, e := range elems {
+				out = out.merge(c.classifyDepth(e.v, e.ctx, seen, depth+1))
+			}
+			return out
+		}
 		return callee{out: fromElement}
 	case *ssa.Alloc:
 		// A local variable: whatever was assigned to it in its function.

@@ -98,14 +98,21 @@ func (c *checker) deferring() bool {
 
 // deferToCallers removes, in an internal package, the findings whose called
 // value can only be the package's own code or come in through its exported
-// API, and records an obligation on each way in instead.
+// API, and records an obligation on each way in instead. A finding that a
+// directive suppresses stays where it is, suppressed: its callers are not
+// asked again.
 func (c *checker) deferToCallers(findings []finding) []finding {
 	if !c.deferring() {
 		return findings
 	}
+	dirs := c.directives()
 	var kept []finding
 	for i := range findings {
 		fd := &findings[i]
+		if dirs.suppresses(c.pass.Fset.Position(c.reportPos(fd))) {
+			kept = append(kept, *fd)
+			continue
+		}
 		src := c.findingSources(fd)
 		if !src.ok {
 			kept = append(kept, *fd)

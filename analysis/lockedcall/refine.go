@@ -2,6 +2,7 @@ package lockedcall
 
 import (
 	"go/token"
+	"slices"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -103,14 +104,17 @@ func nilOnEdge(phi *ssa.Phi, i int) bool {
 // builds itself (var fns []func(); fns = append(fns, f)), when that is all
 // the slice ever holds: collect the callbacks under the lock, call them after.
 func localSliceElems(s ssa.Value, depth int) ([]ssa.Value, bool) {
-	return sliceElems(s, map[ssa.Value]bool{}, depth)
+	return sliceElems(s, nil, map[ssa.Value]bool{}, depth)
 }
 
-func sliceElems(s ssa.Value, seen map[ssa.Value]bool, depth int) ([]ssa.Value, bool) {
+// sliceElems returns the values appended to the slice s; a value for which
+// self is true is the slice variable being built, whose other stores say
+// what it holds.
+func sliceElems(s ssa.Value, self func(ssa.Value) bool, seen map[ssa.Value]bool, depth int) ([]ssa.Value, bool) {
 	if depth > maxPathDepth {
 		return nil, false
 	}
-	if seen[s] {
+	if seen[s] || (self != nil && self(s)) {
 		return nil, true // a loop appending to the slice: its other edges say what
 	}
 	seen[s] = true
@@ -127,7 +131,7 @@ func sliceElems(s ssa.Value, seen map[ssa.Value]bool, depth int) ([]ssa.Value, b
 	case *ssa.Phi:
 		var out []ssa.Value
 		for _, e := range v.Edges {
-			elems, ok := sliceElems(e, seen, depth+1)
+			elems, ok := sliceElems(e, self, seen, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -139,7 +143,7 @@ func sliceElems(s ssa.Value, seen map[ssa.Value]bool, depth int) ([]ssa.Value, b
 		if !ok || b.Name() != "append" || len(v.Call.Args) != 2 {
 			return nil, false
 		}
-		base, ok := sliceElems(v.Call.Args[0], seen, depth+1)
+		base, ok := sliceElems(v.Call.Args[0], self, seen, depth+1)
 		if !ok {
 			return nil, false
 		}
@@ -176,4 +180,92 @@ func varargs(s ssa.Value) ([]ssa.Value, bool) {
 		}
 	}
 	return out, true
+}
+
+// capturedSliceElems returns what a slice variable holds that its function
+// and the closures it makes build only by appending, each with the context
+// it was appended in, for a closure that ranges over it:
+//
+//	var updateFuncs []func()
+//	f.ForeachSetting(func(s http2.Setting) error { updateFuncs = append(updateFuncs, func() { ... }) })
+//	c.executeAndPut(func() bool { for _, f := range updateFuncs { f() }; return true })
+func (c *checker) capturedSliceElems(s ssa.Value, ctx *funcCtx) ([]storedValue, bool) {
+	load, ok := s.(*ssa.UnOp)
+	if !ok || load.Op != token.MUL {
+		return nil, false
+	}
+	addr, actx := resolveFreeVar(load.X, ctx)
+	alloc, ok := addr.(*ssa.Alloc)
+	if !ok || actx == nil {
+		return nil, false
+	}
+	// The variable, and the free variables of the closures bound to it.
+	vars, ctxs := []ssa.Value{alloc}, []*funcCtx{actx}
+	for i := 0; i < len(vars); i++ {
+		for _, ref := range *vars[i].Referrers() {
+			switch ref := ref.(type) {
+			case *ssa.Store:
+				if ref.Addr != vars[i] {
+					return nil, false
+				}
+			case *ssa.UnOp:
+				if ref.Op != token.MUL || !onlyReadOrAppended(ref) {
+					return nil, false
+				}
+			case *ssa.MakeClosure:
+				fn := ref.Fn.(*ssa.Function)
+				for k, b := range ref.Bindings {
+					if b == vars[i] && len(vars) <= maxOutCalls {
+						vars, ctxs = append(vars, fn.FreeVars[k]), append(ctxs, c.standaloneCtx(fn))
+					}
+				}
+			case *ssa.DebugRef:
+			default:
+				return nil, false
+			}
+		}
+	}
+	self := func(v ssa.Value) bool {
+		l, ok := v.(*ssa.UnOp)
+		return ok && l.Op == token.MUL && slices.Contains(vars, l.X)
+	}
+	var out []storedValue
+	for i, v := range vars {
+		for _, ref := range *v.Referrers() {
+			if st, ok := ref.(*ssa.Store); ok {
+				elems, ok := sliceElems(st.Val, self, map[ssa.Value]bool{}, 0)
+				if !ok {
+					return nil, false
+				}
+				for _, e := range elems {
+					out = append(out, storedValue{e, ctxs[i]})
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// onlyReadOrAppended reports whether a loaded slice is only indexed to read,
+// appended to, measured or compared with nil: nothing writes its elements.
+func onlyReadOrAppended(slice *ssa.UnOp) bool {
+	for _, ref := range *slice.Referrers() {
+		switch ref := ref.(type) {
+		case *ssa.IndexAddr:
+			for _, use := range *ref.Referrers() {
+				if l, ok := use.(*ssa.UnOp); !ok || l.Op != token.MUL {
+					return false
+				}
+			}
+		case *ssa.Call:
+			b, ok := ref.Call.Value.(*ssa.Builtin)
+			if !ok || !(b.Name() == "len" || b.Name() == "cap" || (b.Name() == "append" && ref.Call.Args[0] == slice)) {
+				return false
+			}
+		case *ssa.BinOp, *ssa.DebugRef:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -184,7 +184,11 @@ func (d *directiveSet) suppresses(pos token.Position) bool {
 // //lockedcall:ok without a reason still suppresses, but is itself reported,
 // so that one diagnostic says what to fix.
 func (c *checker) directives() *directiveSet {
+	if c.dirSet != nil {
+		return c.dirSet
+	}
 	d := &directiveSet{lines: map[string]map[int]directivePlace{}}
+	c.dirSet = d
 	for _, file := range c.pass.Files {
 		for _, group := range file.Comments {
 			for _, comment := range group.List {

@@ -71,6 +71,9 @@ func initialize() error {
 		// The toolkit's stub answers 34 to its first call, this one: name the
 		// file loaded, since that is what to fix.
 		if de := (*driver.DriverError)(nil); r == 34 && errors.As(err, &de) && lib.Path != "" {
+			if de.Message == "" { // the stub's cuGetErrorString has no words for it
+				de.Message = "CUDA driver is a stub library"
+			}
 			de.Message += " (loaded " + lib.Path + ")"
 		}
 		return err
@@ -82,7 +85,7 @@ func initialize() error {
 			Hint:    "upgrade the NVIDIA driver to one that supports CUDA " + cudaVersion(MinDriverVersion) + " or later (nvidia-smi shows the CUDA version the driver supports)"}
 	}
 	if err := check("cuInit", api.init()); err != nil {
-		return drivercodes.WithVisibilityHint(err, drivercodes.CUDAHiding)
+		return drivercodes.WithNVModuleHint(drivercodes.WithVisibilityHint(err, drivercodes.CUDAHiding))
 	}
 	n, r := api.deviceGetCount()
 	if err := check("cuDeviceGetCount", r); err != nil {

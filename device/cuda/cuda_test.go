@@ -152,7 +152,7 @@ func TestChildNoCurand(t *testing.T) {
 	assert.ErrorContains(t, err, "libcurand.so.10")
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "dlopen", de.Op)
+	assert.Equal(t, "dlopen "+EnvCurandLibrary, de.Op)
 	n, err := process.Count()
 	require.NoError(t, err, "the device stays usable")
 	assert.Equal(t, 2, n)
@@ -169,9 +169,11 @@ func TestChildMissingLibrary(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrDriverNotFound)
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "dlopen", de.Op)
-	assert.Contains(t, de.Message, "/nonexistent/libcuda.so.1: cannot open shared object file", "dlerror's own text")
-	assert.Contains(t, de.Hint, "--gpus")
+	assert.Equal(t, "dlopen "+EnvLibrary, de.Op, "the user's variable named the file")
+	assert.Contains(t, de.Message, EnvLibrary+"=/nonexistent/libcuda.so.1: stat /nonexistent/libcuda.so.1: no such file or directory")
+	assert.Contains(t, de.Hint, "names a file that is not there")
+	assert.NotContains(t, de.Hint, "install the NVIDIA driver", "the user named the file: advice about that file")
+	assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
 	assert.Same(t, err, process.Init(context.Background()), "memoized")
 }
 
@@ -188,8 +190,10 @@ func TestChildMissingSymbol(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "cuDeviceTotalMem_v2", de.Name)
-	assert.Contains(t, err.Error(), "cuDeviceTotalMem_v2")
+	assert.Equal(t, "dlsym cuDeviceTotalMem_v2", de.Op)
+	assert.Empty(t, de.Name, "Name is for a code's name")
+	assert.Contains(t, err.Error(), "lacks cuDeviceTotalMem_v2")
+	assert.Contains(t, de.Hint, "upgrade the NVIDIA driver")
 }
 
 // TestRealDriver runs over whatever libcuda.so.1 the loader finds (or

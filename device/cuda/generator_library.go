@@ -24,7 +24,8 @@ func curandLibrary() dynload.Spec {
 	return dynload.Spec{
 		Backend: "cuda",
 		Names:   []string{"libcurand.so.10"},
-		Env:     EnvCurandLibrary,
+		Env:      EnvCurandLibrary,
+		Identity: "curandCreateGenerator",
 		Hint: "install cuRAND (libcurand10, or the CUDA toolkit), or set " + EnvCurandLibrary +
 			" to a libcurand.so.10, such as the one in the nvidia-curand Python wheel's lib/ folder",
 	}

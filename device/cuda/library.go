@@ -25,8 +25,9 @@ func driverLibrary() dynload.Spec {
 		Backend: "cuda",
 		Names:   []string{"libcuda.so.1"},
 		Dirs:    []string{"/usr/lib/wsl/lib"},
-		Env:     EnvLibrary,
-		Hint:    drivercodes.CUDANotFoundHint,
+		Env:      EnvLibrary,
+		Hint:     drivercodes.CUDANotFoundHint,
+		Identity: "cuDriverGetVersion",
 	}
 }
 

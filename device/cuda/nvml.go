@@ -25,7 +25,8 @@ import (
 // NVIDIA driver, next to libcuda.
 func nvmlLibrary() dynload.Spec {
 	return dynload.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
-		Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it"}
+		Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it",
+		Identity: "nvmlInit_v2"}
 }
 
 // nvmlSymbols are the NVML functions the backend calls.

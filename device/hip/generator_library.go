@@ -31,8 +31,9 @@ func hiprandLibrary() dynload.Spec {
 		Backend: "hip",
 		Names:   []string{"libhiprand.so.1"},
 		Prefer:  prefer,
-		Env:     EnvHiprandLibrary,
-		Hint:    "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,
+		Env:      EnvHiprandLibrary,
+		Identity: "hiprandCreateGenerator",
+		Hint:     "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,
 	}
 }
 

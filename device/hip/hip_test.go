@@ -260,9 +260,10 @@ func TestChildMissingLibrary(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrDriverNotFound)
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "dlopen", de.Op)
-	assert.Contains(t, de.Message, "cannot open shared object file")
-	assert.Contains(t, de.Hint, "lacks the ROCm runtime")
+	assert.Equal(t, "dlopen "+EnvLibrary, de.Op)
+	assert.Contains(t, de.Message, EnvLibrary+"=/nonexistent/libamdhip64.so.6: stat")
+	assert.Contains(t, de.Hint, "names a file that is not there")
+	assert.NotContains(t, de.Hint, "lacks the ROCm runtime", "the user named the file")
 }
 
 func TestMissingSymbolIsDriverMismatchNamingIt(t *testing.T) {
@@ -277,7 +278,7 @@ func TestChildMissingSymbol(t *testing.T) {
 	require.ErrorIs(t, err, device.ErrDriverMismatch)
 	var de *device.DriverError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "hipDeviceGetPCIBusId", de.Name)
+	assert.Equal(t, "dlsym hipDeviceGetPCIBusId", de.Op)
 }
 
 func TestWithoutHiprandGeneratorsAreUnsupported(t *testing.T) {

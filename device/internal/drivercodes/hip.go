@@ -1,13 +1,14 @@
 package drivercodes
 
-import "github.com/gpuinit/gpuinit/device/driver"
+import (
+	"strings"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
 
 // Hints shared by several codes and by the loaders.
 const (
 	HIPNoDeviceHint = "check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES, run rocminfo; in a container, pass --device=/dev/kfd --device=/dev/dri --group-add video --group-add render"
-	// HIPNotFoundHint is for a libamdhip64 that cannot be loaded. Passing the
-	// devices into a container fixes "no device", not a missing library.
-	HIPNotFoundHint = "the image or host lacks the ROCm runtime (libamdhip64): install ROCm's HIP runtime (hip-runtime-amd, or Debian's libamdhip64-5), or set ROCM_PATH; GPUINIT_HIP_LIBRARY names the file to use for an odd install"
 	stickyHIPHint   = "the device is unusable for the rest of this process (a sticky error): restart the process; if it recurs, check dmesg for amdgpu errors"
 )
 
@@ -52,3 +53,15 @@ var HIPRAND = &driver.CodeTable{Backend: "hip", Unnamed: "hiprandStatus_t", Code
 	204: {Name: "HIPRAND_STATUS_ARCH_MISMATCH"}, 999: {Name: "HIPRAND_STATUS_INTERNAL_ERROR"},
 	1000: {Name: "HIPRAND_STATUS_NOT_IMPLEMENTED"},
 }}
+
+// HIPNotFoundHint is for a libamdhip64 found nowhere (passing the devices
+// into a container fixes "no device", not a missing library): where ROCM_PATH is set
+// (rocmPath), it says the runtime is not in it rather than to set it.
+func HIPNotFoundHint(rocmPath string) string {
+	where := "or set ROCM_PATH to the ROCm install"
+	if strings.TrimSpace(rocmPath) != "" {
+		where = "ROCM_PATH=" + rocmPath + " has no lib/libamdhip64.so*: check that it names the ROCm install"
+	}
+	return "the image or host lacks the ROCm runtime (libamdhip64): install ROCm's HIP runtime (hip-runtime-amd, or Debian's libamdhip64-5), " +
+		where + "; GPUINIT_HIP_LIBRARY names the file to use for an odd install"
+}

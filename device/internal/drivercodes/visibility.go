@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
 )
 
 // The variables that can hide every GPU from a process, per vendor. Those
@@ -51,6 +52,14 @@ func WithVisibilityHint(err error, vars []string) error {
 		}
 		return ""
 	})
+}
+
+// WithNVModuleHint prefixes the hint of a CUDA no-device error with what the
+// NVIDIA kernel side lacks, if anything (the module not loaded: no
+// /proc/driver/nvidia/version; no /dev/nvidiactl or /dev/nvidia-uvm): libcuda
+// answers 100 for that as for a hidden GPU.
+func WithNVModuleHint(err error) error {
+	return prefixNoDeviceHint(err, func() string { return nvmodule.Read().Problem() })
 }
 
 // WithKFDHint prefixes the hint of a HIP no-device error with what is wrong

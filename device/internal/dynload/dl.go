@@ -116,7 +116,7 @@ func (lib Library) Bind(spec Spec, syms []Symbol, table unsafe.Pointer, size uin
 		resolved[i] = C.gpuinit_dl_sym(lib.Handle, cname, &msg[0], C.size_t(len(msg)))
 		C.free(unsafe.Pointer(cname))
 		if resolved[i] == nil && s.Required {
-			return missingSymbol(spec.Backend, lib, s.Name, GoString(unsafe.Pointer(&msg[0]), len(msg)), upgrade)
+			return missingSymbol(spec, lib, s.Name, GoString(unsafe.Pointer(&msg[0]), len(msg)), upgrade)
 		}
 	}
 	for i, s := range syms {

@@ -42,6 +42,9 @@ type Spec struct {
 	Dirs    []string // directories to try after the loader's own search
 	Env     string   // the variable that names a file to use instead
 	Hint    string   // what to do when nothing loads
+	// Identity is a function every version of the library has
+	// (cuDriverGetVersion): a file without it is not this library at all.
+	Identity string
 }
 
 // Library is a loaded library.
@@ -49,16 +52,13 @@ type Library struct {
 	Handle    Handle
 	Path      string // the file loaded, as the dynamic loader knows it
 	Preloaded bool   // the process had it before this load
+	Named     string // "VAR=file" when the variable named the file, else ""
 }
 
 // load finds and loads the library spec describes through l; see Load.
 func load(l opener, spec Spec) (Library, error) {
 	if file := strings.TrimSpace(os.Getenv(spec.Env)); file != "" {
-		h, path, msg := l.Open(file, false)
-		if h == nil {
-			return Library{}, notFound(spec, msg, fmt.Sprintf("%s=%s", spec.Env, file))
-		}
-		return Library{Handle: h, Path: path}, nil
+		return loadNamed(l, spec, file)
 	}
 	for _, name := range spec.Names {
 		if h, path, _ := l.Open(name, true); h != nil {
@@ -67,6 +67,7 @@ func load(l opener, spec Spec) (Library, error) {
 	}
 	var first string
 	var tried []string
+	var brokenErr error // a library found whose dependency is missing
 	inDirs := func(dirs []string) (Library, bool) {
 		for _, dir := range dedupe(dirs) {
 			for _, name := range spec.Names {
@@ -77,6 +78,9 @@ func load(l opener, spec Spec) (Library, error) {
 				h, path, msg := l.Open(file, false)
 				if h != nil {
 					return Library{Handle: h, Path: path}, true
+				}
+				if dep := missingDependency(msg, file); dep != "" && brokenErr == nil {
+					brokenErr = brokenInstall(spec, file, dep, msg)
 				}
 				tried = append(tried, file+": "+msg)
 			}
@@ -94,6 +98,9 @@ func load(l opener, spec Spec) (Library, error) {
 		if first == "" {
 			first = msg
 		}
+		if dep := missingDependency(msg, name); dep != "" && brokenErr == nil {
+			brokenErr = brokenInstall(spec, name, dep, msg)
+		}
 	}
 	if lib, ok := inDirs(spec.Dirs); ok {
 		return lib, nil
@@ -101,6 +108,9 @@ func load(l opener, spec Spec) (Library, error) {
 	where := strings.Join(spec.Names, ", ") + " through the loader's search"
 	if dirs := dedupe(append(slices.Clone(spec.Prefer), spec.Dirs...)); len(dirs) > 0 {
 		where += " and in " + strings.Join(dirs, ", ")
+	}
+	if brokenErr != nil {
+		return Library{}, brokenErr
 	}
 	if len(tried) > 0 {
 		first += "; " + strings.Join(tried, "; ")
@@ -114,11 +124,24 @@ func notFound(spec Spec, msg, tried string) error {
 }
 
 // missingSymbol is the error for a library that lacks a function the backend
-// needs: the library is too old (or not the vendor's), so it wraps
-// driver.ErrDriverMismatch and names the function.
-func missingSymbol(backend string, lib Library, symbol, msg, hint string) error {
-	return &driver.DriverError{Backend: backend, Op: "dlsym", Name: symbol, Sentinel: driver.ErrDriverMismatch,
-		Message: fmt.Sprintf("%s lacks %s: %s", lib.Path, symbol, msg), Hint: hint}
+// needs, wrapping driver.ErrDriverMismatch and naming the function in Op
+// ("dlsym cuDeviceTotalMem_v2"; Name is left for a code's name, and a
+// missing function has no code). A library without spec.Identity is not the
+// vendor's library at all: the advice is then about the file, not the
+// driver's age.
+func missingSymbol(spec Spec, lib Library, symbol, msg, upgrade string) error {
+	de := &driver.DriverError{Backend: spec.Backend, Op: "dlsym " + symbol, Sentinel: driver.ErrDriverMismatch,
+		Message: fmt.Sprintf("%s lacks %s: %s", lib.Path, symbol, msg), Hint: upgrade}
+	if symbol == spec.Identity {
+		de.Message = fmt.Sprintf("%s is not %s: it has no %s, which every version of %s has", lib.Path, spec.Names[0], symbol, spec.Names[0])
+		de.Hint = "point " + spec.Env + " at the driver's " + spec.Names[0] + ", or unset it"
+		if lib.Named == "" {
+			de.Hint = "the file the loader found as " + spec.Names[0] + " is another library: check LD_LIBRARY_PATH and the loader's cache (ldconfig -p), or set " + spec.Env
+		}
+	} else if lib.Named != "" {
+		de.Hint += " (or, if " + lib.Named + " names an older copy than the one installed, point " + spec.Env + " at the newer one)"
+	}
+	return de
 }
 
 // Dirs returns the directories to try after the loader's search, in order,

@@ -2,11 +2,14 @@ package dynload
 
 import (
 	"errors"
+	"path/filepath"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // recorder is an opener that loads only the files in ok and records the calls.
@@ -47,8 +50,8 @@ func TestLoadOrder(t *testing.T) {
 			[]string{"libx.so.2 (noload)", "libx.so.1 (noload)", "libx.so.2", "libx.so.1"}, "/loaded/libx.so.1", false},
 		{"then the directories, files that exist only", "", map[string]bool{dir + "/libx.so.2": true},
 			[]string{"libx.so.2 (noload)", "libx.so.1 (noload)", "libx.so.2", "libx.so.1", dir + "/libx.so.2"}, "/loaded/" + dir + "/libx.so.2", false},
-		{"the variable names the only file tried", "/opt/x/libx.so", map[string]bool{"libx.so.2": true},
-			[]string{"/opt/x/libx.so"}, "", false},
+		{"the variable names the only file tried, after a look for a loaded copy", "/opt/x/libx.so", map[string]bool{"libx.so.2": true},
+			[]string{"libx.so.2 (noload)", "libx.so.1 (noload)"}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(spec.Env, tc.env)
@@ -81,4 +84,81 @@ func TestLoadOrder(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestTheNamedFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "libx.so.1")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	link := filepath.Join(dir, "libx-link.so")
+	require.NoError(t, os.Symlink(file, link))
+	spec := Spec{Backend: "x", Names: []string{"libx.so.1"}, Env: "DYNLOAD_TEST_LIBRARY", Hint: "install x"}
+	for _, tc := range []struct {
+		name     string
+		env      string
+		opener   opener
+		path     string
+		sentinel error
+		want     []string
+	}{
+		{"a second copy beside a loaded one is refused, naming both", file, &fixedOpener{loaded: "/usr/lib/libx.so.1", open: file},
+			"", driver.ErrDriverMismatch, []string{"DYNLOAD_TEST_LIBRARY=" + file + " names a second libx.so.1", "already has /usr/lib/libx.so.1", "point it at /usr/lib/libx.so.1"}},
+		{"the loaded copy itself, through a link, is used", link, &fixedOpener{loaded: file}, file, nil, nil},
+		{"a file that is not there", filepath.Join(dir, "nope.so"), &fixedOpener{}, "", driver.ErrDriverNotFound,
+			[]string{"DYNLOAD_TEST_LIBRARY=" + dir + "/nope.so: stat", "names a file that is not there"}},
+		{"a file whose dependency is missing", file, &fixedOpener{fail: "libdep.so.1: cannot open shared object file: No such file or directory"},
+			"", driver.ErrDriverMismatch, []string{"it needs libdep.so.1, which could not be loaded", "install the package that ships libdep.so.1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(spec.Env, tc.env)
+			lib, err := load(tc.opener, spec)
+			if tc.sentinel == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tc.path, lib.Path)
+				assert.True(t, lib.Preloaded)
+				return
+			}
+			require.ErrorIs(t, err, tc.sentinel)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.NotContains(t, err.Error(), "install x", "the user named the file")
+		})
+	}
+}
+
+func TestAFoundLibraryWithAMissingDependencyIsABrokenInstall(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "libx.so.1")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	spec := Spec{Backend: "x", Names: []string{"libx.so.1"}, Dirs: []string{dir}, Env: "DYNLOAD_TEST_LIBRARY", Hint: "install x, or set X_PATH"}
+	t.Setenv(spec.Env, "")
+	_, err := load(&fixedOpener{fail: "libhsa-runtime64.so.1: cannot open shared object file: No such file or directory",
+		failOnly: file}, spec)
+	require.ErrorIs(t, err, driver.ErrDriverMismatch, "a found runtime that cannot load is not a missing one")
+	assert.Contains(t, err.Error(), "found "+file+", but it needs libhsa-runtime64.so.1")
+	assert.NotContains(t, err.Error(), "set X_PATH")
+}
+
+// fixedOpener has loaded (for noload), opens open (or any name when open is
+// ""), and fails the others with fail (only failOnly, when set).
+type fixedOpener struct{ loaded, open, fail, failOnly string }
+
+func (f *fixedOpener) Open(name string, noload bool) (Handle, string, string) {
+	if noload {
+		if f.loaded != "" {
+			return Handle(f), f.loaded, ""
+		}
+		return nil, "", "not loaded"
+	}
+	if f.fail != "" && (f.failOnly == "" || f.failOnly == name) {
+		return nil, "", f.fail
+	}
+	if f.failOnly != "" {
+		return nil, "", name + ": cannot open shared object file"
+	}
+	if f.open == "" || f.open == name {
+		return Handle(f), name, ""
+	}
+	return nil, "", name + ": cannot open shared object file"
 }
