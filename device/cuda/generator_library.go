@@ -22,8 +22,8 @@ import (
 // it only inside the nvidia-curand package's lib/ folder: name it there.
 func curandLibrary() dynload.Spec {
 	return dynload.Spec{
-		Backend: "cuda",
-		Names:   []string{"libcurand.so.10"},
+		Backend:  "cuda",
+		Names:    []string{"libcurand.so.10"},
 		Env:      EnvCurandLibrary,
 		Identity: "curandCreateGenerator",
 		Hint: "install cuRAND (libcurand10, or the CUDA toolkit), or set " + EnvCurandLibrary +

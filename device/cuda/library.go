@@ -22,9 +22,9 @@ import (
 // /usr/lib/wsl/lib.
 func driverLibrary() dynload.Spec {
 	return dynload.Spec{
-		Backend: "cuda",
-		Names:   []string{"libcuda.so.1"},
-		Dirs:    []string{"/usr/lib/wsl/lib"},
+		Backend:  "cuda",
+		Names:    []string{"libcuda.so.1"},
+		Dirs:     []string{"/usr/lib/wsl/lib"},
 		Env:      EnvLibrary,
 		Hint:     drivercodes.CUDANotFoundHint,
 		Identity: "cuDriverGetVersion",

@@ -28,9 +28,9 @@ func hiprandLibrary() dynload.Spec {
 		prefer = []string{filepath.Dir(lib.Path)}
 	}
 	return dynload.Spec{
-		Backend: "hip",
-		Names:   []string{"libhiprand.so.1"},
-		Prefer:  prefer,
+		Backend:  "hip",
+		Names:    []string{"libhiprand.so.1"},
+		Prefer:   prefer,
 		Env:      EnvHiprandLibrary,
 		Identity: "hiprandCreateGenerator",
 		Hint:     "install hipRAND and rocRAND of the same ROCm as libamdhip64 (hiprand, rocrand; Debian's libhiprand1), or set " + EnvHiprandLibrary,

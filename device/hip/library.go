@@ -22,9 +22,9 @@ import (
 // search, then ROCm's usual homes and WSL2's driver directory.
 func runtimeLibrary() dynload.Spec {
 	return dynload.Spec{
-		Backend: "hip",
-		Names:   []string{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
-		Dirs:    dynload.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib", "/usr/lib/wsl/lib"),
+		Backend:  "hip",
+		Names:    []string{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
+		Dirs:     dynload.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib", "/usr/lib/wsl/lib"),
 		Env:      EnvLibrary,
 		Hint:     drivercodes.HIPNotFoundHint(os.Getenv("ROCM_PATH")),
 		Identity: "hipInit",

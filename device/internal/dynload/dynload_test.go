@@ -2,8 +2,8 @@ package dynload
 
 import (
 	"errors"
-	"path/filepath"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
