@@ -21,7 +21,9 @@ var opCanary = "canary"
 // on in the driver, and the call deadline loses its device. Where the
 // backend has no canary it returns an error wrapping ErrNotSupported. A lost
 // device's Canary returns its LostDevice at once.
+// A nil ctx panics, naming Canary.
 func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
+	nilContext(ctx, "Canary")
 	if err := r.init.Init(ctx); err != nil {
 		return err
 	}

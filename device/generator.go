@@ -16,7 +16,9 @@ import (
 // then leaves the generator to the process's end rather than call a driver
 // that may not return). Like the backend's, the generator is not safe for
 // concurrent use.
+// A nil ctx panics, naming NewGenerator.
 func (r *Runtime) NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error) {
+	nilContext(ctx, "NewGenerator")
 	if err := r.init.Init(ctx); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,9 @@ import (
 // It is safe from many goroutines. The backend's read runs under the call
 // deadline, as Do's function does (the driver's fallback, on CUDA, is a call
 // into the device's context).
+// A nil ctx panics, naming MemoryInfo.
 func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint64, err error) {
+	nilContext(ctx, "MemoryInfo")
 	if err := r.init.Init(ctx); err != nil {
 		return 0, 0, err
 	}

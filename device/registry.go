@@ -209,8 +209,30 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 		return fmt.Errorf("%w: backend %s is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one",
 			ErrNotCompiled, given, backendsPackage, shippedPackages[name])
 	}
-	return fmt.Errorf("%w: unknown backend %s: not registered in this binary (forgotten import?); known: %s",
-		ErrNotCompiled, given, strings.Join(g.Known(), ", "))
+	if want := g.suggest(name); want != "" {
+		return fmt.Errorf("%w: unknown backend %s: did you mean %q? (backend names are %s, in lower case)",
+			ErrNotCompiled, given, want, strings.Join(append(g.Known(), "auto"), ", "))
+	}
+	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrNotCompiled, given, strings.Join(append(g.Known(), "auto"), ", "))
+}
+
+// aliases are names users reach for that mean a backend.
+var aliases = map[string]string{"rocm": "hip", "amd": "hip", "amdgpu": "hip", "nvidia": "cuda", "nv": "cuda", "simulated": "sim"}
+
+// suggest is the backend name meant by name, a known one in another case or
+// an alias, or "".
+func (g *Registry) suggest(name string) string {
+	lower := strings.ToLower(strings.TrimSpace(name))
+	if lower == "auto" {
+		return "auto"
+	}
+	if slices.Contains(g.Known(), lower) || shippedPackages[lower] != "" {
+		return lower
+	}
+	if a := aliases[lower]; a != "" && (slices.Contains(g.Known(), a) || shippedPackages[a] != "") {
+		return a
+	}
+	return ""
 }
 
 // The imports that register the shipped backends, named in Open's hints only.

@@ -94,7 +94,11 @@ func TestOpenOfAMissingBackendSaysWhy(t *testing.T) {
 		name, env string
 		want      []string
 	}{
-		{"nosuch", "", []string{`unknown backend "nosuch"`, "forgotten import?"}},
+		{"nosuch", "", []string{`unknown backend "nosuch": the backends are`}},
+		{"CUDA", "", []string{`unknown backend "CUDA": did you mean "cuda"?`}},
+		{"", "Sim", []string{`unknown backend GPUINIT_BACKEND="Sim": did you mean "sim"?`}},
+		{"", "rocm", []string{`unknown backend GPUINIT_BACKEND="rocm": did you mean "hip"?`}},
+		{"AUTO", "", []string{`did you mean "auto"?`}},
 		{"hip", "", []string{`backend "hip" is not registered (forgotten import?)`,
 			`"github.com/gpuinit/gpuinit/device/backends"`, `"github.com/gpuinit/gpuinit/device/hip"`}},
 		{"", "nosuch", []string{`unknown backend GPUINIT_BACKEND="nosuch"`}},

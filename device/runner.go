@@ -26,7 +26,9 @@ import (
 // refused at once with its LostDevice; fn itself goes on, since a driver
 // call cannot be interrupted. A Do on a lost device returns its LostDevice
 // without running fn.
+// A nil ctx panics, naming Do.
 func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
+	nilContext(ctx, "Do")
 	if err := r.init.Init(ctx); err != nil {
 		return err
 	}

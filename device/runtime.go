@@ -1,21 +1,36 @@
-// Package device is gpuinit's backend-neutral GPU runtime. Open returns the
-// Runtime of a backend (cuda, hip, sim, or auto: the first GPU backend that
-// works) without touching the driver; the first call that needs the devices
-// (Init, DeviceCount, Device, Devices, MemoryInfo, Do) initializes it, once,
-// through package lazy: work queued with LazyCall before then is replayed
-// right after the driver's init, in order, and may re-enter the Runtime
-// without deadlocking. Failures are memoized and carry the driver's raw code,
-// its name and a hint.
+// Package device is gpuinit's backend-neutral GPU runtime.
 //
-// Backends register with Register when their package is imported (import
+// [Open] returns the [Runtime] of a backend (cuda, hip, sim, or auto: the
+// first GPU backend that works) without touching the driver; the first call
+// that needs the devices ([Runtime.Init], [Runtime.DeviceCount],
+// [Runtime.Devices], [Runtime.MemoryInfo], [Runtime.Do]) initializes it,
+// once, through package lazy: work queued with [Runtime.LazyCall] before then
+// is replayed right after the driver's init, in order, and may re-enter the
+// Runtime without deadlocking. Failures are memoized and carry the driver's
+// raw code, its name and a hint; [ClassOf] says whether to wait, fall back
+// or call an operator. [Runtime.UsePreflight] runs the driver's init in a
+// child process first, so that a driver that hangs or crashes takes the child
+// down, not the server.
+//
+// After init the Runtime watches its devices: every driver call it makes runs
+// under a deadline ([Runtime.SetCallDeadline]), the backend's health watch
+// (NVML's Xid and ECC events, amdgpu's RAS counters) loses a device that
+// needs a reset, and [Runtime.Canary] proves one still works. A lost device
+// ([Runtime.Lost]) says who saw it lost. [Runtime.Close] stops the watches.
+//
+// Backends register with [Register] when their package is imported (import
 // package backends to link every backend the build can have); what they
-// implement is package driver's interface. A Registry other than
-// DefaultRegistry gives a test or a program backends and Runtimes of its own.
+// implement is package driver's interface. A [Registry] other than
+// [DefaultRegistry] gives a test or a program backends and Runtimes of its
+// own.
 //
 // Each registry gives a name one Runtime. Two Runtimes over one backend, such
 // as auto's and one opened by name before auto chose that backend, share the
 // backend's process-wide driver state (cuda and hip initialize their driver
 // once per process) but each keeps its own queue, devices and error reports.
+//
+// Every method that takes a context panics on a nil one, naming itself, as
+// net/http does; none of them waits past its context's end.
 package device
 
 import (
@@ -127,23 +142,35 @@ func (r *Runtime) Name() string {
 // Init initializes the backend on first call and returns the memoized result:
 // the driver's init, the device information, then the work queued by LazyCall.
 // See lazy.Initializer.Init for cancellation and re-entry.
-func (r *Runtime) Init(ctx context.Context) error { return r.init.Init(ctx) }
+// A nil ctx panics, naming Init.
+func (r *Runtime) Init(ctx context.Context) error {
+	nilContext(ctx, "Init")
+	return r.init.Init(ctx)
+}
 
 // Start starts the initialization in the background, if nothing has, and
 // returns at once: nil when it is under way or finished, an error wrapping
 // ctx.Err() (and nothing started) when ctx is already done. See
 // lazy.Initializer.Start.
-func (r *Runtime) Start(ctx context.Context) error { return r.init.Start(ctx) }
+// A nil ctx panics, naming Start.
+func (r *Runtime) Start(ctx context.Context) error {
+	nilContext(ctx, "Start")
+	return r.init.Start(ctx)
+}
 
 // LazyCall runs fn now if the Runtime is initialized, else queues it to run right
 // after initialization; it never initializes. See lazy.Initializer.Call.
+// A nil ctx panics, naming LazyCall.
 func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
+	nilContext(ctx, "LazyCall")
 	return r.init.CallDepth(ctx, 1, fn)
 }
 
 // LazyCallDepth is LazyCall for wrappers: the call site recorded for a queued fn
 // is depth frames above LazyCallDepth's caller.
+// A nil ctx panics, naming LazyCallDepth.
 func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error {
+	nilContext(ctx, "LazyCallDepth")
 	return r.init.CallDepth(ctx, depth+1, fn)
 }
 
@@ -208,7 +235,9 @@ func (r *Runtime) notChosen() error {
 }
 
 // DeviceCount initializes on first use and reports the number of devices.
+// A nil ctx panics, naming DeviceCount.
 func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
+	nilContext(ctx, "DeviceCount")
 	if err := r.init.Init(ctx); err != nil {
 		return 0, err
 	}
@@ -217,7 +246,9 @@ func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
 
 // Device initializes on first use and describes one device. An ordinal out of
 // range gets an error wrapping ErrInvalidDevice with the valid range.
+// A nil ctx panics, naming Device.
 func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
+	nilContext(ctx, "Device")
 	if err := r.init.Init(ctx); err != nil {
 		return Info{}, err
 	}
@@ -229,7 +260,9 @@ func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
 
 // Devices initializes on first use and describes every device; the slice is
 // the caller's.
+// A nil ctx panics, naming Devices.
 func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
+	nilContext(ctx, "Devices")
 	if err := r.init.Init(ctx); err != nil {
 		return nil, err
 	}
@@ -254,4 +287,13 @@ func (r *Runtime) CheckOrdinal(ordinal int) error {
 		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)
 	}
 	return nil
+}
+
+// nilContext panics if ctx is nil, naming the method the caller called, as
+// net/http does for a nil context: every method of a Runtime that takes a
+// context follows this one rule.
+func nilContext(ctx context.Context, method string) {
+	if ctx == nil {
+		panic("device: " + method + " called with a nil Context")
+	}
 }

@@ -246,3 +246,23 @@ func TestWithoutTheCanaryOnlyACallFindsTheDevice(t *testing.T) {
 	code, _ = probe(t, h.Ready())
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 }
+
+// TestTheStatusReadsFreeMemory: the status carries each device's free memory,
+// read when it is asked for (it was always null before), and none for a lost
+// device.
+func TestTheStatusReadsFreeMemory(t *testing.T) {
+	s, rt := watchedSim(t)
+	h := health.New(rt, quiet)
+	defer h.Close()
+	st := status(t, h)
+	require.Len(t, st.Devices, 2)
+	for _, d := range st.Devices {
+		require.NotNil(t, d.FreeMemory, "device %d", d.Ordinal)
+		assert.Equal(t, d.TotalMemory-sim.UsedMemory, *d.FreeMemory)
+	}
+	s.InjectXid(1, 79)
+	require.Eventually(t, func() bool { return rt.AnyLost() }, 10*time.Second, time.Millisecond)
+	st = status(t, h)
+	assert.NotNil(t, st.Devices[0].FreeMemory)
+	assert.Nil(t, st.Devices[1].FreeMemory, "a lost device's memory is not read")
+}

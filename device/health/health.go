@@ -110,6 +110,7 @@ type Health struct {
 	failed   atomic.Pointer[verdict]  // made once, when a probe first sees the failure
 	lossSeen atomic.Pointer[losses]   // remade when the number of lost devices changes
 	canary   canaries                 // the readiness canary's results, WithCanary
+	memory   memoryReads              // the status's reads of free memory
 }
 
 // verdict is what the probes answer about a failed initialization: its class

@@ -104,8 +104,12 @@ func (h *Health) addDevices(s *Status) {
 	}
 	health := h.rt.Health()
 	for i := range s.Devices {
-		if o := s.Devices[i].Ordinal; o >= 0 && o < len(health) {
+		o := s.Devices[i].Ordinal
+		if o >= 0 && o < len(health) {
 			s.Devices[i].Health = DeviceHealthOf(health[o])
+		}
+		if h.rt.CheckDevice(o) == nil {
+			s.Devices[i].FreeMemory = h.freeMemory(o)
 		}
 	}
 	h.addCanaries(s)
