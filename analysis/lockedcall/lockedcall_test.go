@@ -78,3 +78,7 @@ func TestGoroutineHandoff(t *testing.T) {
 func TestObligations(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "oblig/api", "oblig/internal/pool", "oblig/internal/relay", "oblig/client")
 }
+
+func TestPromises(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "oblig/internal/watch", "oblig/internal/depmgr")
+}

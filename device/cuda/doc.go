@@ -32,11 +32,13 @@
 // nvidia-curand Python wheel). Without it, generation fails with an error
 // wrapping driver.ErrNotSupported; the device stays usable.
 //
-// With -tags cudalink the backend is linked at build time instead: it calls
-// the driver through github.com/mumax/3/cuda/cu where that package has the
-// call, and through <cuda.h> and <curand.h> elsewhere. That build needs the
-// CUDA toolkit, and the binary needs libcuda.so.1 to start at all. The
-// backend's logic, error mapping and tests are the same in both modes.
+// With -tags cudalink libcuda is linked at build time instead: the backend
+// calls the driver through github.com/mumax/3/cuda/cu where that package has
+// the call, and through <cuda.h> elsewhere, and RuntimeVersion reports the
+// CUDA_VERSION it was built against. That build needs the CUDA toolkit, and
+// the binary needs libcuda.so.1 to start at all (not libcurand, which is
+// loaded at run time in both modes). The backend's logic, error mapping and
+// tests are the same in both modes.
 //
 // Thread discipline: the CUDA current context is per OS thread, and goroutines
 // move between threads. cuInit, cuDriverGetVersion and the device queries need

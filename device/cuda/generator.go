@@ -4,7 +4,6 @@ package cuda
 
 /*
 #cgo cudalink CFLAGS: -DGPUINIT_CUDALINK
-#cgo cudalink LDFLAGS: -lcurand
 #include "generator_shim.h"
 */
 import "C"

@@ -1,4 +1,4 @@
-//go:build linux && cgo && !nocuda && !cudalink
+//go:build linux && cgo && !nocuda
 
 package cuda
 

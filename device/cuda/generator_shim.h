@@ -1,15 +1,13 @@
 // cuRAND as the cuda backend uses it: declared here (no vendor header at build
-// time), one table filled by dlsym when the first generator is created, or,
-// with -tags cudalink, the linked library through <curand.h>.
+// time), one table filled by dlsym when the first generator is created, in
+// both build modes: even with -tags cudalink, which links libcuda, cuRAND is
+// loaded at run time, so that a binary without it starts and serves without
+// device generators.
 #ifndef GPUINIT_CURAND_SHIM_H
 #define GPUINIT_CURAND_SHIM_H
 
 #include "shim.h"
 
-#ifdef GPUINIT_CUDALINK
-#include <curand.h>
-#define CURAND(f) f
-#else
 typedef int curandStatus_t;
 typedef struct curandGenerator_st *curandGenerator_t;
 #define CURAND_STATUS_SUCCESS 0
@@ -25,7 +23,6 @@ struct gpuinit_curand {
 };
 extern struct gpuinit_curand gpuinit_rand;
 #define CURAND(f) gpuinit_rand.f
-#endif
 
 static curandStatus_t gpuinit_curandCreate(curandGenerator_t *g, int host) {
 	if (host) return CURAND(curandCreateGeneratorHost)(g, CURAND_RNG_PSEUDO_PHILOX4_32_10);

@@ -2,6 +2,11 @@
 
 package cuda
 
+/*
+#include <cuda.h>
+*/
+import "C"
+
 import (
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/mumax/3/cuda/cu"
@@ -70,9 +75,12 @@ func initializedElsewhere() bool {
 	return r == 0
 }
 
-// loadCurand has nothing to load: the binary is linked with libcurand.
-func loadCurand() error { return nil }
-
 // linked reports a -tags cudalink build, where the libraries are linked
 // rather than loaded.
 const linked = true
+
+// RuntimeVersion reports the CUDA version of the cuda.h this binary was built
+// against (CUDA_VERSION, 11080 for 11.8): with -tags cudalink that is the
+// toolkit the backend was compiled for. The run-time loaded build has no such
+// version and does not implement this.
+func (*Backend) RuntimeVersion() (int, error) { return int(C.CUDA_VERSION), nil }

@@ -46,7 +46,13 @@ func Metrics(user func(int)) {
 	pool.SetCallbacks(&pool.Callbacks{
 		Count: user, // want `user \(a parameter\) is stored in pool.Callbacks.Count, which package pool calls while p.mu is held \(pool.go:\d+: Put → cb\)`
 	})
+	cbs := &pool.Callbacks{}
+	cbs.Count = func(n int) { user(n) } // want `a func literal \(a closure that calls user, a parameter\) is stored in pool.Callbacks.Count, .*; if user re-enters, this deadlocks`
+	pool.SetCallbacks(cbs)
 }
+
+// UseLegacy passes its caller's function to a call its package reviewed.
+func UseLegacy(p *pool.Pool, f func()) { p.Legacy(f) } // want UseLegacy:"calls param 1 \\(Legacy → fn\\)"
 
 // Serve hands the transport its own handler, and then its caller's.
 func Serve(t pool.Transport, h func(string)) {

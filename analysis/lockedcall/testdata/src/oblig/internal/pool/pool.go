@@ -109,7 +109,7 @@ func (p *Pool) Drain() {
 // Transport is what the module serves streams on; the module calls its
 // HandleStreams, not server's.
 type Transport interface {
-	HandleStreams(handle func(string)) // want HandleStreams:"param 1 runs in HandleStreams → handle while t.mu is held"
+	HandleStreams(handle func(string)) // want HandleStreams:"param 1 runs in HandleStreams → handle while t.mu is held" HandleStreams:"params \\[1\\] get the module's code"
 }
 
 type server struct{ mu sync.Mutex }
@@ -142,4 +142,16 @@ func (n *notifier) Notify(cb func()) { // want Notify:"calls param 1 \\(cb\\)"
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cb() // want `call of cb \(a parameter\) while n.mu is held`
+}
+
+// probe calls HandleStreams through the interface, as the package's tests
+// do: with its own closure, which keeps the obligation.
+func probe(t Transport) { t.HandleStreams(func(string) {}) }
+
+// Legacy runs fn under its lock on purpose; the directive keeps that here,
+// and its callers are not asked again.
+func (p *Pool) Legacy(fn func()) { // want Legacy:"calls param 1 \\(fn\\)"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn() //lockedcall:ok the pre-fix discipline, kept on purpose
 }
