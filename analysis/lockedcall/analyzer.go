@@ -31,7 +31,9 @@ deadlocks. Also calls of helpers that call such values as they run (reported
 with the chain of calls), what locked helpers (...Locked, or only called with a
 lock held) call, deferred calls that run at a return with a lock held,
 range-over-func loops over such iterators, local closures that call such values,
-and goroutines waited for under the lock. Suppress a reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
+and goroutines waited for under the lock. In an internal package, what comes
+in through its exported API is checked where the module passes or stores it.
+Suppress a reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
 above.`
 
 // interfaces is the -interfaces flag: also report interface method calls on

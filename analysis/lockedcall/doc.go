@@ -131,10 +131,47 @@
 //     CallSummary (Get calls p.New);
 //   - an element of a map in an unexported field that the package makes and
 //     fills only with visible code (handlers it wraps itself), and of a slice
-//     a function builds by appending visible code;
+//     a function builds by appending visible code (in the closures it makes
+//     too, for a closure that ranges over it);
 //   - a parameter that reaches a store or call only where a comparison said it
 //     is nil (if cb != nil { cb = c.wrapped }), and the parameter of a func
 //     literal called once where it is made (defer func(f func()) { hook = f }(hook)).
+//
+// # Internal packages
+//
+// Only its module can call the exported API of an internal package, and the
+// package is analyzed before the module's packages that call it. A function
+// value that such a package calls under a lock, and that can only be its own
+// code or have come in through that API, is not reported there. The ways in
+// are a parameter of an exported function or method, an exported field of
+// one of its types, and an exported package variable; the value may reach
+// the call through unexported fields and variables the package stores it in,
+// parameters of its unexported functions, the results of its getters, the
+// closures it builds, and sync/atomic.Pointer fields it stores a pointer to a
+// variable in. The package exports an Obligations fact on each way in ("what
+// you pass as param 4 runs in Close → t.onClose while t.mu is held"), and on
+// the methods of its own interfaces that such a method implements. Each
+// package of the module checks its calls of those functions and methods, and
+// its stores in those fields and variables:
+//
+//	newTr, err := transport.NewHTTP2Client(ctx, cc.ctx, addr, copts, onClose) // silent: onClose is the caller's own closure
+//	return pool.New(onEvict) // call of pool.New passes onEvict (a parameter), which package pool calls while p.mu is held (pool.go:29: Evict → p.onEvict); ...
+//	InTapHandle: s.opts.inTapHandle, // s.opts.inTapHandle (a field) is stored in transport.ServerConfig.InTapHandle, which package transport calls while ...
+//
+// An internal caller that passes on what comes in through its own exported
+// API leaves the obligation on its own way in. A method that implements an
+// interface another package declares is reached through it by callers that
+// see none of this: its parameters stay from outside, unless the interface
+// is of an internal package of the module that promises (a Promises fact)
+// that every call of the method in that package passes the module's own
+// code. A func literal stored only in unexported fields gets, as parameters,
+// what the package's calls of those fields pass. A finding that a directive
+// suppresses stays where it is, and is not passed on.
+//
+// The result of a method call on an interface of an internal package of the
+// module is visible code when every implementation the package can see (the
+// types of the module's packages it imports, and its own) returns visible
+// code there, and there is one: an xDS watch's cancel function.
 //
 // # The -interfaces flag
 //
@@ -171,14 +208,29 @@
 //   - A function value that holds the package's own code (a field set to
 //     c.clientHandshake, a hook set to a package function) is visible, and
 //     what that code calls is not followed.
-//   - A value that the module passes into an exported function of an internal
-//     package (a close callback handed to the transport) is from outside
-//     there: the package cannot see its callers, which come later.
+//   - Obligations are checked at static calls, calls of the package's own
+//     interface methods, and stores in exported fields and variables. A
+//     function with obligations used as a value, a promoted method called
+//     through an embedding type, a struct with obligated fields copied in
+//     whole, and a method value are not checked; nor is an exported type of
+//     an internal package that another package converts to an interface of
+//     a third (only the package's own conversions, and the interfaces of the
+//     packages it imports, are seen).
+//   - A promise covers the calls of the interface method in its own package:
+//     a call of it in another package, with code from outside, is not seen by
+//     the implementations that trust the promise.
+//   - The implementations of an internal interface that a package can see are
+//     those of the module's packages it imports and its own: one in a package
+//     above it, returning code from outside, is not seen.
+//   - A value that the module passes into an internal package through a map,
+//     a slice, or the result of an interface method that no rule covers stays
+//     from outside there.
 //   - An exported hook of an internal package is visible by what its own
 //     package and the package using it store; a store by a package that the
 //     user does not import (a test of a third package) is not seen.
 //   - The result of an interface method call is from outside, even where every
-//     implementation is the module's own.
+//     implementation is the module's own, unless the interface is of an
+//     internal package of the module (see Internal packages).
 //   - Interface dispatch is checked only with -interfaces, one call deep, and
 //     summaries do not follow interface calls.
 //   - Mutexes are identified by access path, so aliases (p := &o.mu) are
@@ -186,12 +238,12 @@
 //     is only matched with the same SSA value.
 //   - Elements of slices and maps are from outside, except a map in an
 //     unexported field that the package makes itself and fills only with
-//     visible code, and a slice a function builds by appending visible code;
-//     a map handed to a function (other than as an interface value) counts as
+//     visible code, and a slice a function (and its closures) builds by
+//     appending visible code; a map handed to a function (other than as an interface value) counts as
 //     filled elsewhere.
 //   - Parameters of a local closure are from outside unless the closure is
-//     called directly where the lock is held, or called once where it is
-//     made.
+//     called directly where the lock is held, called once where it is made,
+//     or (in an internal package) only stored in unexported fields.
 //   - A locked helper's doc comment is matched by phrase ("must be called
 //     with", "caller must hold", "must be held"), which can misread a comment.
 //   - Summaries are of what a function may call as it runs, whatever it holds

@@ -31,6 +31,7 @@ func (c *checker) enterable(obj *types.Func, param int) bool {
 	return v
 }
 
+// enterKey names a memoized answer of enterable.
 type enterKey struct {
 	obj   *types.Func
 	param int
@@ -150,7 +151,8 @@ func isAtomicPointer(t types.Type) bool {
 }
 
 // scanAtomic records, for the index, what the package stores in its
-// sync/atomic.Pointer fields, and which of them it hands out otherwise.
+// sync/atomic.Pointer fields and which of them it hands out otherwise, and
+// the interface types it converts its own types to.
 func (ix *storeIndex) scanAtomic(instr ssa.Instruction, ctx *funcCtx) {
 	switch instr := instr.(type) {
 	case *ssa.FieldAddr:

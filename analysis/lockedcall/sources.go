@@ -29,6 +29,7 @@ type sourced struct {
 	ok      bool
 }
 
+// notSourced is the answer for a value that may come from anywhere.
 var notSourced = sourced{}
 
 // join is what a value may hold that may be either s or t.
