@@ -22,6 +22,7 @@ func TestANilContextPanicsNamingTheMethod(t *testing.T) {
 		"Device":        func(r *device.Runtime) { _, _ = r.Device(nilCtx, 0) },
 		"Devices":       func(r *device.Runtime) { _, _ = r.Devices(nilCtx) },
 		"MemoryInfo":    func(r *device.Runtime) { _, _, _ = r.MemoryInfo(nilCtx, 0) },
+		"Memory":        func(r *device.Runtime) { _, _ = r.Memory(nilCtx, 0) },
 		"Do":            func(r *device.Runtime) { _ = r.Do(nilCtx, 0, func() error { return nil }) },
 		"NewGenerator":  func(r *device.Runtime) { _, _ = r.NewGenerator(nilCtx, 0) },
 		"Canary":        func(r *device.Runtime) { _ = r.Canary(nilCtx, 0) },

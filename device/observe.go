@@ -9,35 +9,59 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// MemoryInfo initializes on first use and reports device ordinal's free and
-// total memory in bytes, read live. It never creates a context and never
-// allocates device memory: CUDA reads NVML (or the driver, where the device's
-// primary context is already active), HIP reads amdgpu's sysfs counters. A
-// backend that cannot gets an error wrapping ErrNotSupported that says why.
-// It is safe from many goroutines. The backend's read runs under the call
-// deadline, as Do's function does (the driver's fallback, on CUDA, is a call
-// into the device's context).
+// MemoryInfo is Memory's figures.
 // A nil ctx panics, naming MemoryInfo.
 func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint64, err error) {
 	nilContext(ctx, "MemoryInfo")
+	m, err := r.memory(ctx, ordinal)
+	return m.Free, m.Total, err
+}
+
+// Memory initializes on first use and reports device ordinal's free and
+// total memory in bytes, read live, and where the figures came from
+// (driver.MemorySource): it never creates a context and never allocates
+// device memory. CUDA reads NVML (a MIG instance's own slice, by its UUID),
+// or the driver where the device's primary context is already active; HIP
+// reads amdgpu's sysfs VRAM counters, or for an APU its GTT pool, bounded by
+// the host's available memory; a GPU that shares the host's memory (Jetson,
+// GB10) reports the host's MemAvailable. Where no source gives a true
+// figure the error wraps ErrNotSupported and says why: unknown, never a
+// wrong number. It is safe from many goroutines and, but for the first call
+// per device, allocates nothing. The backend's read runs under the call
+// deadline, as Do's function does.
+// A nil ctx panics, naming Memory.
+func (r *Runtime) Memory(ctx context.Context, ordinal int) (driver.Memory, error) {
+	nilContext(ctx, "Memory")
+	return r.memory(ctx, ordinal)
+}
+
+func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error) {
 	if err := r.init.Init(ctx); err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
 	}
 	if err := r.CheckOrdinal(ordinal); err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
 	}
-	mr, ok := driver.Capability[driver.MemoryReporter](r.Backend())
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
+	b := r.Backend()
+	read := func() (driver.Memory, error) {
+		if mr, ok := driver.Capability[driver.MemoryReader](b); ok {
+			return mr.ReadMemory(ordinal)
+		}
+		mr, ok := driver.Capability[driver.MemoryReporter](b)
+		if !ok {
+			return driver.Memory{}, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
+		}
+		free, total, err := mr.MemoryInfo(ordinal)
+		return driver.Memory{Free: free, Total: total}, err
 	}
 	w := r.calls.Load()
 	var s *callSlot
 	if w != nil {
 		s = w.begin(ordinal, &opMemoryInfo)
 	}
-	free, total, err = mr.MemoryInfo(ordinal)
+	m, err := read()
 	w.end(s)
-	return free, total, err
+	return m, err
 }
 
 // VisibilityVariables are the environment variables that choose which GPUs a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/hostmem"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 )
 
@@ -128,6 +129,24 @@ func BenchmarkMemoryInfo(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, _, err := process.MemoryInfo(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Device 1 of the fake is integrated: its figures are the host's
+	// /proc/meminfo, read side by side with the read alone.
+	b.Run("meminfo-read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := hostmem.Read(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("MemoryInfo-integrated", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := process.MemoryInfo(1); err != nil {
 				b.Fatal(err)
 			}
 		}

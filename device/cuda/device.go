@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
@@ -17,6 +18,7 @@ const (
 	attrComputeCapabilityMajor = 75
 	attrComputeCapabilityMinor = 76
 	attrPCIDomainID            = 50
+	attrPageableMemoryAccess   = 88
 )
 
 // describe reads what driver.Info holds for one device; the caller has
@@ -54,6 +56,14 @@ func describe(ordinal int) (driver.Info, error) {
 	info.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.0", domain, bus, slot)
 	if info.UUID, err = uuidOf(dev); err != nil {
 		return driver.Info{}, err
+	}
+	// A driver too old to know the attribute (before CUDA 10) has no
+	// pageable memory access to report.
+	if v, r := api.deviceGetAttribute(attrPageableMemoryAccess, dev); r == 0 {
+		info.PageableMemoryAccess = v != 0
+	}
+	if strings.HasPrefix(info.UUID, "MIG-") {
+		info.MIG = migOf(info.UUID)
 	}
 	return info, nil
 }

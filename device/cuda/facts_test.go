@@ -7,11 +7,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -24,57 +28,124 @@ func withNVML(t *testing.T, env []string) []string {
 	return append(env, EnvNVMLLibrary+"="+fakedriver.Build(t, fakedriver.NVML))
 }
 
+// fakeMeminfo is a host's /proc with 128 GiB of RAM, 96 GiB available and
+// 1 GiB free (the rest page cache), and the environment that points at it.
+func fakeMeminfo(t *testing.T) string {
+	t.Helper()
+	proc := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(proc, "meminfo"),
+		[]byte("MemTotal:       134217728 kB\nMemFree:         1048576 kB\nMemAvailable:   100663296 kB\nCached:         99000000 kB\n"), 0o644))
+	return hostfs.EnvProcRoot + "=" + proc
+}
+
+// The fake host's meminfo figures, in bytes.
+const (
+	hostAvailable = 100663296 << 10
+	hostTotal     = 134217728 << 10
+)
+
 func TestMemoryInfo(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
-	t.Run("through NVML, matched by UUID though NVML numbers the GPUs the other way", func(t *testing.T) {
+	env = append(env, fakeMeminfo(t))
+	t.Run("discrete through NVML, matched by UUID though NVML numbers the GPUs the other way; integrated from the host's MemAvailable", func(t *testing.T) {
 		log.Reset(t)
 		runChild(t, "TestChildMemoryThroughNVML", withNVML(t, env)...)
 		assert.Empty(t, log.Lines(t, "cuDevicePrimaryCtxRetain"), "no context was created to read memory")
 		assert.Empty(t, log.Lines(t, "cuMemAlloc"), "no memory was allocated")
 	})
-	t.Run("without NVML: only where the primary context is already active", func(t *testing.T) {
+	t.Run("a GB10-like device (integrated, NVML's total the host's RAM): the host's figures, not NVML's", func(t *testing.T) {
+		runChild(t, "TestChildMemoryThroughNVML", withNVML(t, append(env, "GPUINIT_FAKE_NVML_TOTAL=137438953472", "GPUINIT_FAKE_CUDA_PAGEABLE=1"))...)
+	})
+	t.Run("without NVML: only where the primary context is already active; a Jetson-like device from meminfo", func(t *testing.T) {
 		log.Reset(t)
 		runChild(t, "TestChildMemoryWithoutNVML", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1")...)
 		assert.Empty(t, log.Lines(t, "cuDevicePrimaryCtxRetain 1"), "device 1, which nothing used, got no context")
 	})
+	for _, slice := range []string{"1", "2"} {
+		t.Run("MIG instance "+slice+": its own UUID, instance ids, profile, parent and slice of memory", func(t *testing.T) {
+			runChild(t, "TestChildMIGFacts", withNVML(t, append(env, "GPUINIT_FAKE_CUDA_MIG="+slice, "SLICE="+slice))...)
+		})
+	}
 }
 
 func TestChildMemoryThroughNVML(t *testing.T) {
 	child(t)
 	r := device.New(process)
 	ctx := context.Background()
-	want := map[int]uint64{0: 140000000000, 1: 61203283968} // the fake NVML's figures, by CUDA ordinal
+	want := map[int]driver.Memory{
+		0: {Free: 140000000000, Total: 150754820096, Source: driver.MemoryNVML}, // the fake NVML's figures, by CUDA ordinal
+		1: {Free: hostAvailable, Total: hostTotal, Source: driver.MemoryHost},   // integrated: the host's MemAvailable, not MemFree
+	}
+	if v := os.Getenv("GPUINIT_FAKE_NVML_TOTAL"); v != "" { // NVML's total for every device
+		total, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err)
+		want[0] = driver.Memory{Free: want[0].Free, Total: total, Source: driver.MemoryNVML}
+	}
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {
-			free, total, err := r.MemoryInfo(ctx, g%2)
+			m, err := r.Memory(ctx, g%2)
 			if assert.NoError(t, err) {
-				assert.Equal(t, want[g%2], free, "device %d", g%2)
-				assert.Equal(t, map[int]uint64{0: 150754820096, 1: 85899345920}[g%2], total)
+				assert.Equal(t, want[g%2], m, "device %d", g%2)
 			}
 		})
 	}
 	wg.Wait()
-	allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, 0) })
-	assert.Zero(t, allocs, "the steady path allocates nothing")
+	info, err := r.Device(ctx, 1)
+	require.NoError(t, err)
+	assert.True(t, info.Integrated)
+	assert.Equal(t, os.Getenv("GPUINIT_FAKE_CUDA_PAGEABLE") == "1", info.PageableMemoryAccess)
+	for ordinal := range 2 {
+		allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, ordinal) })
+		if !raceEnabled || ordinal == 0 { // the race detector's hooks in syscall.Read allocate
+			assert.Zero(t, allocs, "device %d: the steady path allocates nothing", ordinal)
+		}
+	}
 }
 
 func TestChildMemoryWithoutNVML(t *testing.T) {
 	child(t)
 	r := device.New(process)
 	ctx := context.Background()
-	_, _, err := r.MemoryInfo(ctx, 0)
+	_, err := r.Memory(ctx, 0)
 	require.ErrorIs(t, err, device.ErrNotSupported)
+	assert.ErrorContains(t, err, "free memory is unknown")
 	assert.ErrorContains(t, err, "never creates one")
 	// A server's engine makes device 0's primary context active: now the
 	// driver can say, and nothing new is created to ask it.
 	require.NoError(t, r.Do(ctx, 0, func() error { return nil }))
-	free, total, err := r.MemoryInfo(ctx, 0)
+	m, err := r.Memory(ctx, 0)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(150754820096), total)
-	assert.Equal(t, uint64(150754820096-1<<30), free, "the fake driver's own figure")
-	_, _, err = r.MemoryInfo(ctx, 1)
-	assert.ErrorIs(t, err, device.ErrNotSupported)
+	assert.Equal(t, driver.Memory{Free: 150754820096 - 1<<30, Total: 150754820096, Source: driver.MemoryDriverContext}, m, "the fake driver's own figure")
+	m, err = r.Memory(ctx, 1)
+	require.NoError(t, err, "a Jetson-like device needs no NVML")
+	assert.Equal(t, driver.Memory{Free: hostAvailable, Total: hostTotal, Source: driver.MemoryHost}, m)
+}
+
+func TestChildMIGFacts(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	ctx := context.Background()
+	info, err := r.Device(ctx, 1)
+	require.NoError(t, err)
+	slice := os.Getenv("SLICE")
+	wantUUID := map[string]string{"1": "MIG-01234567-89ab-cdef-fedc-ba987654324a", "2": "MIG-01234567-89ab-cdef-fedc-ba987654324b"}[slice]
+	assert.Equal(t, wantUUID, info.UUID)
+	assert.Equal(t, &driver.MIG{ParentUUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", ParentPCIBusID: "0001:3b:02.0",
+		GPUInstance: map[string]int{"1": 7, "2": 8}[slice], ComputeInstance: 0, Profile: "1g.10gb"}, info.MIG)
+	assert.Equal(t, 14, info.Multiprocessors, "the slice's, not the GPU's")
+	assert.Equal(t, uint64(10737418240), info.TotalMemory)
+	assert.False(t, info.Integrated)
+	m, err := r.Memory(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, driver.Memory{Free: map[string]uint64{"1": 9663676416, "2": 8589934592}[slice], Total: 10737418240, Source: driver.MemoryNVML}, m,
+		"the slice's memory, through its own NVML handle")
+	whole, err := r.Device(ctx, 0)
+	require.NoError(t, err)
+	assert.Nil(t, whole.MIG)
+	if !raceEnabled {
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, 1) }), "a MIG slice's read allocates nothing")
+	}
 }
 
 func TestDoRestoresTheThreadsContext(t *testing.T) {

@@ -6,40 +6,85 @@ import (
 	"fmt"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/hostmem"
+	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
-// MemoryInfo reads device ordinal's free and total memory without creating a
-// context or allocating anything: through NVML (libnvidia-ml.so.1, loaded at
-// the first call), matching the device by UUID or PCI bus id, never by index;
-// else through cuMemGetInfo_v2, only if the device's primary context is
-// already active (the thread's own context is saved and restored in the same
-// C call). One narrow window remains: if another thread releases the
-// context's last reference between the state check and the retain that finds
-// its handle, that retain recreates it, and the release right after destroys
-// it again. Otherwise the error wraps driver.ErrNotSupported and says why. It
-// is safe from many goroutines. Through NVML it allocates nothing after the
-// first call per device; the driver path allocates a few bytes per call.
+// MemoryInfo is ReadMemory's figures.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
+	m, err := b.ReadMemory(ordinal)
+	return m.Free, m.Total, err
+}
+
+// ReadMemory reads device ordinal's free and total memory without creating a
+// context or allocating anything, and says where they came from:
+//   - an integrated GPU (Jetson, GB10: CU_DEVICE_ATTRIBUTE_INTEGRATED) shares
+//     the host's memory, so the figures are the host's MemAvailable and
+//     MemTotal from /proc/meminfo (driver.MemoryHost): NVML there reports
+//     the host's RAM as if it were free VRAM, or nothing, and cudaMemGetInfo
+//     tracks MemFree, which page cache eats;
+//   - else NVML (libnvidia-ml.so.1, loaded at the first call), matching the
+//     device by UUID (a MIG instance's own handle, so its slice) or PCI bus
+//     id, never by index (driver.MemoryNVML);
+//   - else cuMemGetInfo_v2, only if the device's primary context is already
+//     active (the thread's own context is saved and restored in the same C
+//     call; driver.MemoryDriverContext). One narrow window remains: if
+//     another thread releases the context's last reference between the
+//     state check and the retain that finds its handle, that retain
+//     recreates it, and the release right after destroys it again.
+//
+// Otherwise the error wraps driver.ErrNotSupported and says why: unknown, never
+// a wrong number. It is safe from many goroutines. Through NVML or meminfo it
+// allocates nothing after the first call per device; the driver path
+// allocates a few bytes per call.
+func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
+	}
+	if integrated, err := integratedDevices(); err == nil && integrated[ordinal] {
+		avail, total, err := hostmem.Read()
+		if err != nil {
+			return driver.Memory{}, fmt.Errorf("%w: cuda: device %d shares the host's memory, whose available figure is unknown: %w", driver.ErrNotSupported, ordinal, err)
+		}
+		return driver.Memory{Free: avail, Total: total, Source: driver.MemoryHost}, nil
 	}
 	handles, nvmlErr := loadNVML()
 	if nvmlErr == nil {
-		if free, total, nvmlErr = nvmlMemory(handles, ordinal); nvmlErr == nil {
-			return free, total, nil
+		free, total, err := nvmlMemory(handles, ordinal)
+		if err == nil {
+			return driver.Memory{Free: free, Total: total, Source: driver.MemoryNVML}, nil
 		}
+		nvmlErr = err
 	}
 	dev, r := api.deviceGet(ordinal)
 	if err := check("cuDeviceGet", r); err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
 	}
 	free, total, active, r := memInfoIfActive(dev)
 	if err := check("cuMemGetInfo_v2", r); err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
 	}
 	if !active {
-		return 0, 0, fmt.Errorf("%w: cuda: device %d's free memory cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory",
+		return driver.Memory{}, fmt.Errorf("%w: cuda: device %d's free memory is unknown: it cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory",
 			driver.ErrNotSupported, ordinal, nvmlErr)
 	}
-	return free, total, nil
+	return driver.Memory{Free: free, Total: total, Source: driver.MemoryDriverContext}, nil
 }
+
+// integratedDevices are the devices' CU_DEVICE_ATTRIBUTE_INTEGRATED, read at
+// the first memory read, once per process.
+var integratedDevices = once.Value(func() ([]bool, error) {
+	out := make([]bool, state.count.Load())
+	for i := range out {
+		dev, r := api.deviceGet(i)
+		if err := check("cuDeviceGet", r); err != nil {
+			return nil, err
+		}
+		v, r := api.deviceGetAttribute(attrIntegrated, dev)
+		if err := check("cuDeviceGetAttribute(18)", r); err != nil {
+			return nil, err
+		}
+		out[i] = v != 0
+	}
+	return out, nil
+})

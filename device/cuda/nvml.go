@@ -46,6 +46,13 @@ var nvmlSymbols = []dynload.Symbol{
 	{Name: "nvmlDeviceGetTotalEccErrors", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetTotalEccErrors)},
 	{Name: "nvmlDeviceGetRemappedRows", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetRemappedRows)},
 	{Name: "nvmlDeviceGetCurrentClocksEventReasons", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons)},
+	{Name: "nvmlDeviceIsMigDeviceHandle", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceIsMigDeviceHandle)},
+	{Name: "nvmlDeviceGetGpuInstanceId", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetGpuInstanceId)},
+	{Name: "nvmlDeviceGetComputeInstanceId", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetComputeInstanceId)},
+	{Name: "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle)},
+	{Name: "nvmlDeviceGetUUID", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetUUID)},
+	{Name: "nvmlDeviceGetName", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetName)},
+	{Name: "nvmlDeviceGetPciInfo_v3", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetPciInfo_v3)},
 }
 
 // nvmlHandles are each CUDA device's NVML handle, each looked up once, at
@@ -57,15 +64,7 @@ type nvmlHandles []func() (C.nvmlDevice_t, error)
 // loadNVML loads and initializes NVML at the first MemoryInfo, once per
 // process; Init has succeeded, so the devices are known.
 var loadNVML = once.Value(func() (nvmlHandles, error) {
-	spec := nvmlLibrary()
-	lib, err := dynload.Load(spec)
-	if err == nil {
-		err = lib.Bind(spec, nvmlSymbols, unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
-	}
-	if err == nil {
-		err = nvmlCheck("nvmlInit_v2", C.gpuinit_nvmlInit())
-	}
-	if err != nil {
+	if err := initNVML(); err != nil {
 		return nil, err
 	}
 	handles := make(nvmlHandles, state.count.Load())
@@ -79,6 +78,19 @@ var loadNVML = once.Value(func() (nvmlHandles, error) {
 		})
 	}
 	return handles, nil
+})
+
+// initNVML loads NVML, binds it and calls nvmlInit_v2, once per process.
+var initNVML = once.Func(func() error {
+	spec := nvmlLibrary()
+	lib, err := dynload.Load(spec)
+	if err == nil {
+		err = lib.Bind(spec, nvmlSymbols, unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
+	}
+	if err == nil {
+		err = nvmlCheck("nvmlInit_v2", C.gpuinit_nvmlInit())
+	}
+	return err
 })
 
 // nvmlMemory reads a device's free and total memory through NVML.

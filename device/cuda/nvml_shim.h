@@ -34,6 +34,14 @@ struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long *);
 	nvmlReturn_t (*nvmlDeviceGetRemappedRows)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
 	nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long *);
+	// MIG and identity, optional: nvml_mig.h.
+	nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*nvmlDeviceGetGpuInstanceId)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*nvmlDeviceGetComputeInstanceId)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle)(nvmlDevice_t, nvmlDevice_t *);
+	nvmlReturn_t (*nvmlDeviceGetUUID)(nvmlDevice_t, char *, unsigned int);
+	nvmlReturn_t (*nvmlDeviceGetName)(nvmlDevice_t, char *, unsigned int);
+	nvmlReturn_t (*nvmlDeviceGetPciInfo_v3)(nvmlDevice_t, void *);
 };
 extern struct gpuinit_nvml gpuinit_nvml;
 
@@ -53,5 +61,6 @@ static struct gpuinit_nvml_memory gpuinit_nvmlMemory(nvmlDevice_t d) {
 static const char *gpuinit_nvmlError(nvmlReturn_t r) { return gpuinit_nvml.nvmlErrorString(r); }
 
 #include "nvml_health.h"
+#include "nvml_mig.h"
 
 #endif

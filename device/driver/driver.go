@@ -87,6 +87,29 @@ type Info struct {
 	// Multiprocessors counts SMs (CUDA) or compute units (HIP).
 	Multiprocessors int
 	// Integrated reports a GPU that shares memory with the host (Jetson,
-	// APUs): its free memory is not VRAM.
+	// GB10, AMD APUs), from the device's own attribute (CUDA's
+	// CU_DEVICE_ATTRIBUTE_INTEGRATED, KFD's node with both CPU cores and
+	// SIMDs), never from comparing sizes: its free memory is the host's.
 	Integrated bool
+	// PageableMemoryAccess reports that the device can access the host's
+	// pageable memory coherently (CUDA's attribute 88: GH200, GB10, HMM).
+	// It does not make the device's own memory unified.
+	PageableMemoryAccess bool
+	// MIG describes a MIG instance; nil for a whole GPU.
+	MIG *MIG
+	// NativeArch is an AMD device's own gfx target where an override
+	// (HSA_OVERRIDE_GFX_VERSION, or HSA_OVERRIDE_GFX_VERSION_<node>) made
+	// Arch another; ArchSource names the variable, and ArchWarning says
+	// when the override crosses ISA families (kernels built for another
+	// ISA then run on it). All three are empty without an override.
+	NativeArch, ArchSource, ArchWarning string
+}
+
+// MIG is what a MIG instance is part of, as NVML tells it.
+type MIG struct {
+	ParentUUID      string // the GPU's "GPU-…" UUID
+	ParentPCIBusID  string // the GPU's bus id, "dddd:bb:dd.f"
+	GPUInstance     int    // the GPU instance id
+	ComputeInstance int    // the compute instance id within it
+	Profile         string // "1g.10gb", "1c.3g.40gb"; "" where NVML does not say
 }

@@ -101,3 +101,31 @@ type CanaryRunner interface {
 
 // CanaryPattern is the 32-bit value a canary sets and expects back.
 const CanaryPattern uint32 = 0x9e3779b9
+
+// MemorySource says where a memory figure came from.
+type MemorySource string
+
+// The sources of memory figures.
+const (
+	MemoryNVML          MemorySource = "nvml"           // NVML, by UUID: a MIG instance's own slice
+	MemoryDriverContext MemorySource = "driver-context" // cuMemGetInfo in a primary context already active
+	MemoryAMDVRAM       MemorySource = "amdgpu-vram"    // amdgpu's mem_info_vram_* in sysfs
+	MemoryAMDGTT        MemorySource = "amdgpu-gtt"     // amdgpu's mem_info_gtt_* in sysfs: an APU's pool
+	MemoryHost          MemorySource = "meminfo"        // /proc/meminfo's MemAvailable: memory an integrated GPU shares with the host
+	MemorySimulated     MemorySource = "sim"            // the simulated backend's
+)
+
+// Memory is a device's free and total memory, and where the figures came
+// from.
+type Memory struct {
+	Free, Total uint64
+	Source      MemorySource
+}
+
+// MemoryReader is implemented by backends that say where their memory
+// figures come from. ReadMemory has MemoryReporter.MemoryInfo's contract;
+// where no source gives a true figure it returns an error wrapping
+// ErrNotSupported ("unknown"), never a wrong number.
+type MemoryReader interface {
+	ReadMemory(ordinal int) (Memory, error)
+}

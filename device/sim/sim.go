@@ -303,6 +303,15 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 	return totalMemory - UsedMemory, totalMemory, nil
 }
 
+// ReadMemory is MemoryInfo's figures, from driver.MemorySimulated.
+func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
+	free, total, err := b.MemoryInfo(ordinal)
+	if err != nil {
+		return driver.Memory{}, err
+	}
+	return driver.Memory{Free: free, Total: total, Source: driver.MemorySimulated}, nil
+}
+
 // Do runs fn on a locked OS thread, as the real backends do; sim has no
 // current device to set, so there is nothing to restore either.
 func (b *Backend) Do(ordinal int, fn func() error) error {

@@ -10,7 +10,10 @@
 //   GPUINIT_FAKE_CUDA_VERSION  what cuDriverGetVersion reports (default 12040)
 //   GPUINIT_FAKE_CUDA_INIT     the CUresult cuInit returns (default 0)
 //   GPUINIT_FAKE_CUDA_STUB     if set, answer 34 (CUDA_ERROR_STUB_LIBRARY) to everything, as the toolkit's stub does
-//   GPUINIT_FAKE_CUDA_MIG      if set, device 1 is a MIG instance (its _v2 UUID differs)
+//   GPUINIT_FAKE_CUDA_MIG      1 or 2: device 1 is that MIG instance of its GPU (the one CUDA
+//                              enumerates: its _v2 UUID differs, it is a 1g.10gb slice of 14
+//                              multiprocessors and 10 GiB, not integrated)
+//   GPUINIT_FAKE_CUDA_PAGEABLE the devices' CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS (default 0)
 //   GPUINIT_FAKE_CUDA_USED_MIB MiB in use on each device besides allocations (default 1024)
 //   GPUINIT_FAKE_CUDA_COUNT    if set, the raw count cuDeviceGetCount answers, even a negative one
 //   GPUINIT_FAKE_CUDA_INIT_HANG, _CRASH, _DELAY_MS, _FAIL_FILE, _FAIL_TIMES
@@ -76,6 +79,18 @@ static CUresult gate(void) {
 
 static CUresult checkdev(CUdevice d) { return d < 0 || d >= ndevices() ? 101 : 0; }
 
+// mig is which MIG instance device 1 is (1 or 2), or 0.
+static int mig(void) {
+	int m = envint("GPUINIT_FAKE_CUDA_MIG", 0);
+	return m == 1 || m == 2 ? m : 0;
+}
+
+static const struct fake_device mig_slice = {"Fake NVIDIA A100 MIG 1g.10gb", 10737418240ULL, 8, 0, 14, 0, 1, 0x3b, 2,
+	{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}};
+
+// device is d as the process sees it: device 1 is a MIG slice in MIG mode.
+static const struct fake_device *device(CUdevice d) { return d == 1 && mig() ? &mig_slice : &devices[d]; }
+
 CUresult cuDriverGetVersion(int *v) {
 	logcall("cuDriverGetVersion");
 	if (stub()) return 34;
@@ -119,7 +134,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
 	if (!name || len <= 0) return 1;
-	snprintf(name, len, "%s", devices[d].name);
+	snprintf(name, len, "%s", device(d)->name);
 	return 0;
 }
 
@@ -130,7 +145,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
 	if (!bytes) return 1;
-	*bytes = devices[d].total;
+	*bytes = device(d)->total;
 	return 0;
 }
 #endif
@@ -142,7 +157,7 @@ CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice d) {
 	CUresult r = gate();
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
-	*bytes = (unsigned int)devices[d].total;
+	*bytes = (unsigned int)device(d)->total;
 	return 0;
 }
 
@@ -152,7 +167,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
 	if (!v) return 1;
-	const struct fake_device *dev = &devices[d];
+	const struct fake_device *dev = device(d);
 	switch (attr) {
 	case 16: *v = dev->sms; break;
 	case 18: *v = dev->integrated; break;
@@ -161,6 +176,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	case 50: *v = dev->domain; break;
 	case 75: *v = dev->major; break;
 	case 76: *v = dev->minor; break;
+	case 88: *v = envint("GPUINIT_FAKE_CUDA_PAGEABLE", 0); break;
 	default: return 1;
 	}
 	return 0;
@@ -179,7 +195,7 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
 CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) {
 	logcall("cuDeviceGetUuid_v2 %d", d);
 	CUresult r = cuDeviceGetUuid(u, d);
-	if (r == 0 && d == 1 && getenv("GPUINIT_FAKE_CUDA_MIG")) u->bytes[15] ^= 0x5a; // the instance's own
+	if (r == 0 && d == 1 && mig()) u->bytes[15] ^= mig() == 1 ? 0x5a : 0x5b; // the instance's own
 	return r;
 }
 
@@ -258,8 +274,8 @@ CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
 	if (!free_ || !total) return 1;
 	unsigned long long used = (unsigned long long)envint("GPUINIT_FAKE_CUDA_USED_MIB", 1024) << 20;
 	pthread_mutex_lock(&mu);
-	*total = devices[d].total;
-	*free_ = devices[d].total - used - allocated[d];
+	*total = device(d)->total;
+	*free_ = device(d)->total - used - allocated[d];
 	pthread_mutex_unlock(&mu);
 	return 0;
 }

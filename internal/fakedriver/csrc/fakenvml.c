@@ -7,7 +7,10 @@
 //   GPUINIT_FAKE_NVML_LOG  append one line per call to this file
 //
 // Its health API (events a test injects, and counters) is in
-// fakenvml_health.h.
+// fakenvml_health.h; its MIG and identity calls in fakenvml_mig.h.
+//
+//   GPUINIT_FAKE_NVML_TOTAL  if set, the memory total every device reports (as
+//                            on GB10, where NVML answers with the host's RAM)
 //
 // Build: cc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fakenvml.c
 #include <stdio.h>
@@ -21,12 +24,21 @@ typedef int nvmlReturn_t;
 typedef struct fake_nvml_device *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
 
-struct fake_nvml_device { const char *uuid, *bus; unsigned long long total, free; };
+struct fake_nvml_device {
+	const char *uuid, *bus;
+	unsigned long long total, free;
+	const char *name;
+	int mig, gi, ci; // a MIG device: its GPU instance and compute instance ids; its parent is devices[0]
+};
 
-// Index 0 is the CUDA fake's device 1, and index 1 its device 0.
-static struct fake_nvml_device devices[2] = {
-	{"GPU-01234567-89ab-cdef-fedc-ba9876543210", "00000001:3B:02.0", 85899345920ULL, 61203283968ULL},
-	{"GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", "00000000:18:00.0", 150754820096ULL, 140000000000ULL},
+// Index 0 is the CUDA fake's device 1, and index 1 its device 0. Entries 2
+// and 3 are the MIG devices of index 0 (1g.10gb slices), found by their
+// UUID only, as NVML's MIG device handles are.
+static struct fake_nvml_device devices[4] = {
+	{"GPU-01234567-89ab-cdef-fedc-ba9876543210", "00000001:3B:02.0", 85899345920ULL, 61203283968ULL, "Fake NVIDIA A100", 0, 0, 0},
+	{"GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", "00000000:18:00.0", 150754820096ULL, 140000000000ULL, "Fake NVIDIA H200", 0, 0, 0},
+	{"MIG-01234567-89ab-cdef-fedc-ba987654324a", "00000001:3B:02.0", 10737418240ULL, 9663676416ULL, "Fake NVIDIA A100 MIG 1g.10gb", 1, 7, 0},
+	{"MIG-01234567-89ab-cdef-fedc-ba987654324b", "00000001:3B:02.0", 10737418240ULL, 8589934592ULL, "Fake NVIDIA A100 MIG 1g.10gb", 1, 8, 0},
 };
 static int initialized;
 
@@ -45,7 +57,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d) {
 	logcall("nvmlDeviceGetHandleByUUID %s", uuid);
 	if (!initialized) return 1;
 	if (!uuid || !d) return 2; // NVML_ERROR_INVALID_ARGUMENT
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 4; i++)
 		if (strcmp(uuid, devices[i].uuid) == 0) { *d = &devices[i]; return 0; }
 	return 6; // NVML_ERROR_NOT_FOUND
 }
@@ -64,6 +76,7 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d) 
 }
 
 #include "fakenvml_health.h"
+#include "fakenvml_mig.h"
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
 	logcall("nvmlDeviceGetMemoryInfo %s", d ? d->uuid : "?");
@@ -71,7 +84,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
 	if (!d || !m) return 2;
 	m->total = d->total;
 	m->free = d->free;
-	m->used = d->total - d->free;
+	if (getenv("GPUINIT_FAKE_NVML_TOTAL")) m->total = strtoull(getenv("GPUINIT_FAKE_NVML_TOTAL"), NULL, 10);
+	m->used = m->total - m->free;
 	return 0;
 }
 

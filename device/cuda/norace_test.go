@@ -1,0 +1,5 @@
+//go:build !race && linux && cgo && !nocuda
+
+package cuda
+
+const raceEnabled = false

@@ -1,0 +1,100 @@
+// Package hostmem reads the host's memory as the kernel accounts it, from
+// /proc/meminfo (under GPUINIT_PROC_ROOT where that is set): MemAvailable,
+// what can be had without swapping (page cache counts as available; MemFree
+// does not, which is why a CUDA runtime that reports MemFree on Jetson and
+// GB10 refuses to start with a full page cache), and MemTotal. It is for GPUs
+// that share the host's memory. Read allocates nothing.
+package hostmem
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+)
+
+// ErrNoMemAvailable is returned for a meminfo without MemAvailable (kernels
+// before 3.14).
+var ErrNoMemAvailable = errors.New("hostmem: /proc/meminfo has no MemAvailable")
+
+// path is /proc/meminfo under the process's proc root, NUL-terminated for the
+// system call, read once: the root is the process's for its life.
+var path = sync.OnceValue(func() []byte { return append([]byte(filepath.Join(hostfs.Proc(), "meminfo")), 0) })
+
+// Read returns the host's available and total memory in bytes.
+func Read() (available, total uint64, err error) {
+	var buf [8192]byte
+	n, err := readFile(path(), buf[:])
+	if err != nil {
+		return 0, 0, fmt.Errorf("hostmem: reading %s: %w", path()[:len(path())-1], err)
+	}
+	return parse(buf[:n])
+}
+
+// ReadAt is Read of root/meminfo, for tests; it allocates.
+func ReadAt(root string) (available, total uint64, err error) {
+	var buf [8192]byte
+	n, err := readFile(append([]byte(filepath.Join(root, "meminfo")), 0), buf[:])
+	if err != nil {
+		return 0, 0, err
+	}
+	return parse(buf[:n])
+}
+
+// parse reads MemAvailable and MemTotal ("MemTotal:  131072 kB") from
+// meminfo's text.
+func parse(b []byte) (available, total uint64, err error) {
+	var haveAvail, haveTotal bool
+	for len(b) > 0 {
+		line := b
+		if i := indexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		switch {
+		case hasPrefix(line, "MemAvailable:"):
+			available, haveAvail = kilobytes(line[len("MemAvailable:"):]), true
+		case hasPrefix(line, "MemTotal:"):
+			total, haveTotal = kilobytes(line[len("MemTotal:"):]), true
+		}
+	}
+	switch {
+	case !haveTotal:
+		return 0, 0, errors.New("hostmem: /proc/meminfo has no MemTotal")
+	case !haveAvail:
+		return 0, total, ErrNoMemAvailable
+	}
+	return available, total, nil
+}
+
+// kilobytes is the count in " 123 kB", in bytes.
+func kilobytes(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*10 + uint64(c-'0')
+		case c == ' ' || c == '\t':
+			if v != 0 {
+				return v * 1024
+			}
+		default:
+			return v * 1024
+		}
+	}
+	return v * 1024
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }

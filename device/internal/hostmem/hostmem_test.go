@@ -1,0 +1,61 @@
+package hostmem
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadTakesMemAvailableNotMemFree(t *testing.T) {
+	for _, tc := range []struct {
+		name, meminfo string
+		avail, total  uint64
+		err           string
+	}{
+		{"a host with page cache", "MemTotal:       131072000 kB\nMemFree:         1024000 kB\nMemAvailable:   98304000 kB\nCached: 90000000 kB\n",
+			98304000 * 1024, 131072000 * 1024, ""},
+		{"no MemAvailable (before Linux 3.14)", "MemTotal: 2048 kB\nMemFree: 1024 kB\n", 0, 2048 * 1024, "no MemAvailable"},
+		{"no MemTotal", "MemFree: 1 kB\n", 0, 0, "no MemTotal"},
+		{"the last line unterminated", "MemAvailable: 10 kB\nMemTotal: 20 kB", 10 * 1024, 20 * 1024, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "meminfo"), []byte(tc.meminfo), 0o644))
+			avail, total, err := ReadAt(dir)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+			} else {
+				assert.NoError(t, err)
+				assert.Equal(t, tc.avail, avail)
+			}
+			assert.Equal(t, tc.total, total)
+		})
+	}
+}
+
+func TestReadOfTheRealHostAllocatesNothing(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux's /proc")
+	}
+	avail, total, err := Read()
+	require.NoError(t, err)
+	assert.Positive(t, total)
+	assert.LessOrEqual(t, avail, total)
+	if raceEnabled {
+		t.Skip("the race detector's hooks in syscall.Read allocate; checked without -race")
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = Read() }))
+}
+
+func BenchmarkRead(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hostmem
+
+const raceEnabled = false

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package hostmem
+
+import "errors"
+
+func readFile(path []byte, buf []byte) (int, error) {
+	return 0, errors.New("hostmem: /proc/meminfo is Linux's")
+}
