@@ -5,6 +5,7 @@ package hip
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 
@@ -45,7 +46,15 @@ type runtimeState struct {
 	runtimeVersion int        // hipRuntimeGetVersion; 0 if it failed
 	busIDs         []string   // each device's PCI bus id, lower case
 	nodes          []kfd.Node // the KFD topology; nil where there is none
-	gfxOverride    int        // HSA_OVERRIDE_GFX_VERSION as a gfx target version, or 0
+	targets        []target   // each device's gfx target, native and effective
+	memory         []memoryPaths
+}
+
+// target is a device's gfx target: its own (from KFD), and what ROCm runs it
+// as after HSA_OVERRIDE_GFX_VERSION(_<node>), which source names.
+type target struct {
+	native, effective int
+	source            string
 }
 
 // initOnce is the process's one initialization of the runtime.
@@ -105,16 +114,40 @@ func initialize() error {
 		}
 		s.busIDs[i] = strings.ToLower(id)
 	}
-	override, ok, err := kfd.Override()
-	if err != nil {
-		return &driver.DriverError{Backend: "hip", Op: "HSA_OVERRIDE_GFX_VERSION", Sentinel: driver.ErrDriverMismatch,
-			Message: err.Error(), Hint: "unset it, or set it to a gfx target the ROCm libraries support, such as 10.3.0"}
-	}
-	if ok {
-		s.gfxOverride = override
-	}
 	s.nodes, _ = kfd.Nodes(kfd.Root()) // no topology: arch and UUID stay unknown
+	if err := s.readTargets(); err != nil {
+		return err
+	}
+	s.memory = make([]memoryPaths, n)
+	for i, bus := range s.busIDs {
+		node, _ := kfd.Find(s.nodes, bus)
+		s.memory[i] = pathsFor(bus, node.Integrated)
+	}
 	state.ready.Store(s)
+	return nil
+}
+
+// readTargets reads each device's native gfx target from KFD and applies
+// ROCm's overrides to it as libhsakmt does: HSA_OVERRIDE_GFX_VERSION_<node>
+// for the device's libhsakmt node id (CPU nodes count: the first GPU is
+// usually node 1), else HSA_OVERRIDE_GFX_VERSION. A malformed value fails
+// Init, naming the variable: libhsakmt then enumerates no GPU at all.
+func (s *runtimeState) readTargets() error {
+	ids, _ := kfd.NodeIDsHost() // unknown ids: only the global override applies
+	s.targets = make([]target, len(s.busIDs))
+	for i, bus := range s.busIDs {
+		node, _ := kfd.Find(s.nodes, bus)
+		id, ok := ids[bus]
+		if !ok {
+			id = -1
+		}
+		effective, source, err := kfd.EffectiveTarget(node.GfxTarget, id, os.LookupEnv)
+		if err != nil {
+			return &driver.DriverError{Backend: "hip", Op: source, Sentinel: driver.ErrDriverMismatch,
+				Message: err.Error(), Hint: "unset it, or set it to a gfx target the ROCm libraries support, such as 10.3.0; libhsakmt enumerates no GPU while it is malformed"}
+		}
+		s.targets[i] = target{native: node.GfxTarget, effective: effective, source: source}
+	}
 	return nil
 }
 

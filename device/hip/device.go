@@ -8,9 +8,10 @@ import (
 )
 
 // Device reads one device's name and total memory from HIP, takes the PCI bus
-// id Init read, and reads its gfx target (Arch, with HSA_OVERRIDE_GFX_VERSION
-// applied), UUID, compute units and integrated flag from the KFD topology,
-// matched by PCI bus id. ComputeMajor and ComputeMinor stay zero: HIP reports
+// id Init read, and reads its gfx target (Arch, after HSA_OVERRIDE_GFX_VERSION
+// or its per-device form; NativeArch, ArchSource and ArchWarning say what an
+// override changed), UUID, compute units and integrated flag from the KFD
+// topology, matched by PCI bus id. ComputeMajor and ComputeMinor stay zero: HIP reports
 // gfx90a as 9.0, which reads as Hopper.
 func (b *Backend) Device(ordinal int) (driver.Info, error) {
 	s, err := checkOrdinal("Device", ordinal)
@@ -25,12 +26,15 @@ func (b *Backend) Device(ordinal int) (driver.Info, error) {
 	if info.TotalMemory, r = deviceTotalMem(ordinal); r != 0 {
 		return driver.Info{}, check("hipDeviceTotalMem", r)
 	}
-	if node, ok := kfd.Find(s.nodes, info.PCIBusID); ok {
-		target := node.GfxTarget
-		if s.gfxOverride != 0 {
-			target = s.gfxOverride
+	t := s.targets[ordinal]
+	info.Arch = kfd.Arch(t.effective)
+	if t.source != "" {
+		info.NativeArch, info.ArchSource = kfd.Arch(t.native), t.source
+		if t.native != 0 {
+			info.ArchWarning = kfd.OverrideWarning(t.native, t.effective)
 		}
-		info.Arch = kfd.Arch(target)
+	}
+	if node, ok := kfd.Find(s.nodes, info.PCIBusID); ok {
 		info.UUID = kfd.UUID(node.UniqueID)
 		info.Multiprocessors = node.ComputeUnits
 		info.Integrated = node.Integrated

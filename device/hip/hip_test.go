@@ -174,6 +174,8 @@ func TestChildOverride(t *testing.T) {
 		info, err := process.Device(i)
 		require.NoError(t, err)
 		assert.Equal(t, "gfx1030", info.Arch)
+		assert.Equal(t, "HSA_OVERRIDE_GFX_VERSION", info.ArchSource)
+		assert.NotEmpty(t, info.ArchWarning, "%s as gfx1030 crosses ISA families", info.NativeArch)
 	}
 }
 

@@ -4,25 +4,67 @@ package hip
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/hostmem"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
 
-// MemoryInfo reads device ordinal's free and total VRAM from amdgpu's sysfs
-// counters (mem_info_vram_total, mem_info_vram_used) of the PCI device with
-// the device's bus id: no HIP call, so nothing is created or allocated. Where
-// sysfs has no counters for it, the error wraps driver.ErrNotSupported. For an
-// integrated GPU the counters cover its VRAM carve-out, not system memory.
+// memoryPaths are a device's amdgpu memory counters in sysfs, NUL-terminated
+// for allocation-free reads: VRAM for a discrete GPU, GTT for an APU.
+type memoryPaths struct {
+	apu         bool
+	total, used []byte
+}
+
+func pathsFor(busID string, apu bool) memoryPaths {
+	dir := filepath.Join(kfd.Root(), "bus/pci/devices", busID)
+	kind := "vram"
+	if apu {
+		kind = "gtt"
+	}
+	return memoryPaths{apu: apu, total: hostmem.Path(filepath.Join(dir, "mem_info_"+kind+"_total")),
+		used: hostmem.Path(filepath.Join(dir, "mem_info_"+kind+"_used"))}
+}
+
+// MemoryInfo is ReadMemory's figures.
 func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
+	m, err := b.ReadMemory(ordinal)
+	return m.Free, m.Total, err
+}
+
+// ReadMemory reads device ordinal's free and total memory from amdgpu's sysfs
+// counters of the PCI device with the device's bus id, and says where they
+// came from: no HIP call, so nothing is created or allocated, and nothing
+// allocated in Go after Init either. A discrete GPU's are its VRAM
+// (mem_info_vram_total, _used; driver.MemoryAMDVRAM). An APU (a KFD node with
+// both CPU cores and SIMDs) computes in GTT, the host memory the driver maps
+// for it (mem_info_gtt_*; its VRAM is a small carve-out): its free figure is
+// GTT's, unless the host has less available (/proc/meminfo's MemAvailable),
+// which then binds and is the source (driver.MemoryHost). Where sysfs has no
+// counters for it, the error wraps driver.ErrNotSupported: unknown.
+func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	s, err := checkOrdinal("MemoryInfo", ordinal)
 	if err != nil {
-		return 0, 0, err
+		return driver.Memory{}, err
 	}
-	busID := s.busIDs[ordinal]
-	total, used, err := kfd.VRAM(kfd.Root(), busID)
+	p := s.memory[ordinal]
+	total, err := hostmem.ReadCounter(p.total)
+	var used uint64
+	if err == nil {
+		used, err = hostmem.ReadCounter(p.used)
+	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu VRAM counters in sysfs: %w", driver.ErrNotSupported, ordinal, busID, err)
+		return driver.Memory{}, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu memory counters in sysfs, so its free memory is unknown: %w",
+			driver.ErrNotSupported, ordinal, s.busIDs[ordinal], err)
 	}
-	return total - min(used, total), total, nil
+	m := driver.Memory{Free: total - min(used, total), Total: total, Source: driver.MemoryAMDVRAM}
+	if p.apu {
+		m.Source = driver.MemoryAMDGTT
+		if avail, _, err := hostmem.Read(); err == nil && avail < m.Free {
+			m.Free, m.Source = avail, driver.MemoryHost
+		}
+	}
+	return m, nil
 }

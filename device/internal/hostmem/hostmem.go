@@ -98,3 +98,30 @@ func indexByte(b []byte, c byte) int {
 }
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+
+// Path returns path NUL-terminated, for ReadCounter: build it once, read it
+// often.
+func Path(path string) []byte { return append([]byte(path), 0) }
+
+// ReadCounter reads the decimal number a sysfs counter file holds (amdgpu's
+// mem_info_vram_used, say), allocating nothing but on failure. path is
+// NUL-terminated (Path).
+func ReadCounter(path []byte) (uint64, error) {
+	var buf [64]byte
+	n, err := readFile(path, buf[:])
+	if err != nil {
+		return 0, fmt.Errorf("hostmem: reading %s: %w", string(path[:len(path)-1]), err)
+	}
+	var v uint64
+	digits := 0
+	for _, c := range buf[:n] {
+		if c < '0' || c > '9' {
+			break
+		}
+		v, digits = v*10+uint64(c-'0'), digits+1
+	}
+	if digits == 0 {
+		return 0, fmt.Errorf("hostmem: %s holds %q, not a number", string(path[:len(path)-1]), string(buf[:n]))
+	}
+	return v, nil
+}

@@ -59,3 +59,21 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+func TestReadCounter(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"ok": "68702699520\n", "bad": "n/a\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	v, err := ReadCounter(Path(filepath.Join(dir, "ok")))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(68702699520), v)
+	_, err = ReadCounter(Path(filepath.Join(dir, "bad")))
+	assert.ErrorContains(t, err, "not a number")
+	_, err = ReadCounter(Path(filepath.Join(dir, "missing")))
+	assert.ErrorContains(t, err, "no such file")
+	if !raceEnabled {
+		p := Path(filepath.Join(dir, "ok"))
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = ReadCounter(p) }))
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race && linux && cgo && !nohip
+
+package hip
+
+const raceEnabled = false
