@@ -130,6 +130,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 				r.watchAfterInit(c.backend, len(devices))
 				if r.auto {
 					r.registry.runtimes.add(reg.Name, r)
+					r.notePresentVendors(reg.Name, failures)
 				}
 				r.moveTo(b, PhaseQueued, reg.Name)
 				return nil
@@ -249,6 +250,28 @@ func classify(reg driver.Registration, err error) error {
 func isPreflightError(err error) bool {
 	_, ok := err.(*PreflightError)
 	return ok
+}
+
+// notePresentVendors adds to PassedOver the GPU backends after the chosen one
+// whose vendor's devices the host shows (a mixed NVIDIA and AMD host): auto
+// chooses one backend per process, so they were never tried, which the
+// server should know.
+func (r *Runtime) notePresentVendors(chosen string, failures map[string]error) {
+	after := false
+	for _, reg := range r.candidates {
+		if reg.Name == chosen {
+			after = true
+			continue
+		}
+		if !after || reg.Present == nil {
+			continue
+		}
+		if present, evidence := reg.Present(); present {
+			failures[reg.Name] = fmt.Errorf("%w: device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory",
+				ErrOtherVendor, reg.Name, evidence, chosen, reg.Name)
+		}
+	}
+	r.storePassedOver(failures)
 }
 
 // storePassedOver publishes auto's failures so far, in candidate order.

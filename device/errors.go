@@ -55,6 +55,11 @@ type NoBackendError struct {
 	Tried []BackendFailure
 }
 
+// ErrOtherVendor is the reason auto gives, in PassedOver, for a GPU backend it
+// never tried because it chose another while the host shows this one's
+// devices too (a host with NVIDIA and AMD GPUs).
+var ErrOtherVendor = errors.New("device: another vendor's GPUs are present")
+
 // BackendFailure is one backend's reason for being passed over.
 type BackendFailure struct {
 	Backend string

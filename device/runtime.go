@@ -98,7 +98,9 @@ func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driv
 
 // PassedOver reports the GPU backends that auto's first Init tried and passed
 // over before its choice (or before failing), with each one's reason, in the
-// order tried; nil for a Runtime of a named backend.
+// order tried; and, after its choice, the GPU backends it never tried whose
+// vendor's devices the host shows too, with a reason wrapping
+// ErrOtherVendor. nil for a Runtime of a named backend.
 func (r *Runtime) PassedOver() []BackendFailure {
 	if p := r.passedOver.Load(); p != nil {
 		return slices.Clone(*p)

@@ -91,6 +91,12 @@ func TestChildMemoryThroughNVML(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	dm, err := r.DeviceMap(ctx)
+	require.NoError(t, err)
+	require.Len(t, dm.Devices, 2)
+	assert.Equal(t, 1, dm.Devices[0].Index, "NVML's index, which is not CUDA's ordinal")
+	assert.Equal(t, 0, dm.Devices[1].Index)
+	assert.Equal(t, "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", dm.Devices[0].UUID)
 	info, err := r.Device(ctx, 1)
 	require.NoError(t, err)
 	assert.True(t, info.Integrated)

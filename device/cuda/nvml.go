@@ -53,6 +53,29 @@ var nvmlSymbols = []dynload.Symbol{
 	{Name: "nvmlDeviceGetUUID", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetUUID)},
 	{Name: "nvmlDeviceGetName", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetName)},
 	{Name: "nvmlDeviceGetPciInfo_v3", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetPciInfo_v3)},
+	{Name: "nvmlDeviceGetIndex", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetIndex)},
+}
+
+// PhysicalIndex reports NVML's index of device ordinal: nvidia-smi's
+// number for it, in PCI bus order, which CUDA's ordinal need not be. A MIG
+// instance has none of its own (NVML's error says so).
+func (*Backend) PhysicalIndex(ordinal int) (int, error) {
+	if err := checkOrdinal("nvmlDeviceGetIndex", ordinal); err != nil {
+		return -1, err
+	}
+	handles, err := loadNVML()
+	if err != nil {
+		return -1, err
+	}
+	h, err := handles[ordinal]()
+	if err != nil {
+		return -1, err
+	}
+	out := C.gpuinit_nvmlIndex(h)
+	if err := nvmlCheck("nvmlDeviceGetIndex", out.r); err != nil {
+		return -1, err
+	}
+	return int(out.index), nil
 }
 
 // nvmlHandles are each CUDA device's NVML handle, each looked up once, at

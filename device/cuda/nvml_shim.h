@@ -42,6 +42,7 @@ struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlDeviceGetUUID)(nvmlDevice_t, char *, unsigned int);
 	nvmlReturn_t (*nvmlDeviceGetName)(nvmlDevice_t, char *, unsigned int);
 	nvmlReturn_t (*nvmlDeviceGetPciInfo_v3)(nvmlDevice_t, void *);
+	nvmlReturn_t (*nvmlDeviceGetIndex)(nvmlDevice_t, unsigned int *);
 };
 extern struct gpuinit_nvml gpuinit_nvml;
 
@@ -59,6 +60,12 @@ static struct gpuinit_nvml_memory gpuinit_nvmlMemory(nvmlDevice_t d) {
 	return out;
 }
 static const char *gpuinit_nvmlError(nvmlReturn_t r) { return gpuinit_nvml.nvmlErrorString(r); }
+struct gpuinit_nvml_index { nvmlReturn_t r; unsigned int index; };
+static struct gpuinit_nvml_index gpuinit_nvmlIndex(nvmlDevice_t d) {
+	struct gpuinit_nvml_index out = {13, 0}; // NVML_ERROR_FUNCTION_NOT_FOUND
+	if (gpuinit_nvml.nvmlDeviceGetIndex) out.r = gpuinit_nvml.nvmlDeviceGetIndex(d, &out.index);
+	return out;
+}
 
 #include "nvml_health.h"
 #include "nvml_mig.h"

@@ -129,3 +129,12 @@ type Memory struct {
 type MemoryReader interface {
 	ReadMemory(ordinal int) (Memory, error)
 }
+
+// PhysicalIndexer is implemented by backends that know each device's number
+// in the vendor tool's own numbering: NVML's index (nvidia-smi's GPU number,
+// in PCI bus order) for CUDA, libhsakmt's node id (what
+// HSA_OVERRIDE_GFX_VERSION_<n> counts) for HIP. It is called after Init
+// succeeded, from any goroutine; -1 and an error where there is none.
+type PhysicalIndexer interface {
+	PhysicalIndex(ordinal int) (int, error)
+}

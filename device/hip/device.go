@@ -3,6 +3,8 @@
 package hip
 
 import (
+	"fmt"
+
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
@@ -40,4 +42,23 @@ func (b *Backend) Device(ordinal int) (driver.Info, error) {
 		info.Integrated = node.Integrated
 	}
 	return info, nil
+}
+
+// PhysicalIndex reports libhsakmt's node id of device ordinal: what
+// HSA_OVERRIDE_GFX_VERSION_<n> counts (CPU nodes included, so the first GPU
+// is usually 1), found by PCI bus id.
+func (*Backend) PhysicalIndex(ordinal int) (int, error) {
+	s, err := checkOrdinal("PhysicalIndex", ordinal)
+	if err != nil {
+		return -1, err
+	}
+	ids, err := kfd.NodeIDsHost()
+	if err != nil {
+		return -1, err
+	}
+	id, ok := ids[s.busIDs[ordinal]]
+	if !ok {
+		return -1, fmt.Errorf("hip: device %d (%s) has no libhsakmt node id: its KFD node was skipped", ordinal, s.busIDs[ordinal])
+	}
+	return id, nil
 }

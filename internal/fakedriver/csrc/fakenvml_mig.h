@@ -72,3 +72,11 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
 	snprintf(pci->busId, sizeof pci->busId, "%s", d->bus);
 	return 0;
 }
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
+	if (!initialized) return 1;
+	if (!is_device(d) || !index) return 2;
+	if (d->mig) return 3; // a MIG device has no index of its own
+	*index = d == &devices[0] ? 0 : 1;
+	return 0;
+}

@@ -1,0 +1,91 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/visibility"
+)
+
+// MappedDevice is one device of a DeviceMap: the runtime's ordinal for it and
+// the names the vendor's tools use.
+type MappedDevice struct {
+	Ordinal  int    // the runtime's: what the server passes to the driver
+	Index    int    // NVML's index (nvidia-smi's GPU number) for cuda; libhsakmt's node id for hip; -1 where unknown
+	UUID     string // matches nvidia-smi -L and rocm-smi: the name to use in CUDA_VISIBLE_DEVICES
+	PCIBusID string
+	Name     string
+	// Selected is the visibility variable's entry that made the device
+	// visible ("CUDA_VISIBLE_DEVICES entry 1: GPU-8f2"), "" when the
+	// variable is unset.
+	Selected string
+}
+
+// DeviceMap is how a Runtime's ordinals map to the host's GPUs, under the
+// visibility variables it read at Init (Visibility).
+type DeviceMap struct {
+	Backend string
+	Order   string // CUDA_DEVICE_ORDER as CUDA applies it: FASTEST_FIRST (the default) or PCI_BUS_ID; "" off CUDA
+	Devices []MappedDevice
+	// Warning says when the runtime's order is not the vendor tool's (PCI
+	// bus order) on a host with more than one GPU model: "GPU 0" then
+	// names different cards to the server and to nvidia-smi.
+	Warning string
+}
+
+// DeviceMap reports, for each device, its runtime ordinal, the vendor tool's
+// index, its PCI bus id and UUID, and the visibility entry that selected it;
+// the variables are parsed as the runtimes parse them (a repeated entry
+// empties CUDA's list, an invalid one ends it). It initializes first if
+// needed, waiting no longer than ctx, and builds the map only when asked:
+// Init pays nothing for it. Reading the indices loads NVML on cuda.
+// A nil ctx panics, naming DeviceMap.
+func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
+	nilContext(ctx, "DeviceMap")
+	infos, err := r.Devices(ctx)
+	if err != nil {
+		return DeviceMap{}, err
+	}
+	vars := r.Visibility()
+	getenv := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
+	m := DeviceMap{Backend: r.Name()}
+	var spec visibility.Spec
+	switch m.Backend {
+	case "cuda", "sim":
+		spec = visibility.LookupCUDA(getenv)
+		m.Order = visibility.OrderFastestFirst
+		if v, ok := vars[visibility.EnvOrder]; ok && v != "" {
+			m.Order = v
+		}
+	case "hip":
+		rocr, hip := visibility.LookupROCm(getenv)
+		spec = rocr
+		if hip.Set {
+			spec = hip // HIP indexes what ROCr left: its entry is the one that names the ordinal
+		}
+	}
+	indexer, hasIndex := driver.Capability[driver.PhysicalIndexer](r.Backend())
+	var entries []visibility.Entry
+	for _, info := range infos {
+		d := MappedDevice{Ordinal: info.Ordinal, Index: -1, UUID: info.UUID, PCIBusID: info.PCIBusID, Name: info.Name}
+		if hasIndex {
+			if i, err := indexer.PhysicalIndex(info.Ordinal); err == nil {
+				d.Index = i
+			}
+		}
+		// The runtime enumerates the visible devices in the list's order,
+		// so ordinal k is the k-th entry that stands.
+		if spec.Set && info.Ordinal < len(spec.Selectors) {
+			d.Selected = fmt.Sprintf("%s entry %d: %s", spec.Var, info.Ordinal, strings.TrimSpace(spec.Selectors[info.Ordinal].Text))
+		}
+		m.Devices = append(m.Devices, d)
+		entries = append(entries, visibility.Entry{Ordinal: info.Ordinal,
+			Physical: visibility.Physical{UUID: info.UUID, PCIBusID: info.PCIBusID, Index: d.Index, Name: info.Name}})
+	}
+	if visibility.OrderDiffersFromPCI(entries) {
+		m.Warning = fmt.Sprintf("%s numbers these GPUs of more than one model in another order than nvidia-smi and rocm-smi (PCI bus order): match them by UUID, or set CUDA_DEVICE_ORDER=PCI_BUS_ID", m.Backend)
+	}
+	return m, nil
+}

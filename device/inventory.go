@@ -1,0 +1,56 @@
+package device
+
+import (
+	"context"
+	"errors"
+)
+
+// InventoryDevice is one GPU of a process's inventory: the backend that
+// drives it and what that backend says of it.
+type InventoryDevice struct {
+	Backend string
+	Info
+}
+
+// Inventory initializes each Runtime (waiting no longer than ctx) and lists
+// their devices in one inventory, in the order given: a server that drives
+// NVIDIA and AMD GPUs side by side opens the cuda and the hip Runtime and asks
+// here. A device two backends both see (by PCI bus id; MIG instances, which
+// share their GPU's, by UUID) is listed once, under the first. A Runtime
+// that has no usable GPU (NoUsableGPU) is passed over and its failure
+// returned in skipped; any other error ends the inventory. Each runtime reads
+// only its own vendor's visibility variables (CUDA_VISIBLE_DEVICES for cuda;
+// HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES for hip, which also reads
+// CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset: set
+// HIP_VISIBLE_DEVICES on a mixed host so that hiding NVIDIA GPUs does not
+// hide AMD ones).
+// A nil ctx panics, naming Inventory.
+func Inventory(ctx context.Context, runtimes ...*Runtime) (devices []InventoryDevice, skipped []BackendFailure, err error) {
+	nilContext(ctx, "Inventory")
+	seen := map[string]bool{}
+	for _, r := range runtimes {
+		infos, err := r.Devices(ctx)
+		if err != nil {
+			if ctx.Err() == nil && NoUsableGPU(err) && !errors.Is(err, context.Canceled) {
+				skipped = append(skipped, BackendFailure{Backend: r.Name(), Err: err})
+				continue
+			}
+			return devices, skipped, err
+		}
+		for _, info := range infos {
+			key := "bus " + info.PCIBusID
+			if info.MIG != nil || info.PCIBusID == "" {
+				key = "uuid " + info.UUID
+			}
+			if info.PCIBusID == "" && info.UUID == "" {
+				key = "" // nothing to match by: listed as is
+			}
+			if key != "" && seen[key] {
+				continue
+			}
+			seen[key] = true
+			devices = append(devices, InventoryDevice{Backend: r.Name(), Info: info})
+		}
+	}
+	return devices, skipped, nil
+}

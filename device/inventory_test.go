@@ -1,0 +1,87 @@
+package device_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInventoryListsBothVendorsOnce: a cuda and a hip Runtime side by side
+// give one inventory; a device both see (the same PCI bus id) is listed
+// once, under the first; a Runtime without a usable GPU is skipped with its
+// reason.
+func TestInventoryListsBothVendorsOnce(t *testing.T) {
+	var g device.Registry
+	registerGPU(&g, "cuda", 10)                      // sim's devices 0000:18:00.0, 0000:19:00.0
+	registerGPU(&g, "hip", 20, sim.WithDevices(3))   // 18, 19 again, and 1a
+	registerGPU(&g, "other", 30, sim.WithDevices(0)) // no device
+	ctx := context.Background()
+	devices, skipped, err := device.Inventory(ctx, openIn(t, &g, "cuda"), openIn(t, &g, "hip"), openIn(t, &g, "other"))
+	require.NoError(t, err)
+	var got []string
+	for _, d := range devices {
+		got = append(got, d.Backend+" "+d.PCIBusID)
+	}
+	assert.Equal(t, []string{"cuda 0000:18:00.0", "cuda 0000:19:00.0", "hip 0000:1a:00.0"}, got)
+	require.Len(t, skipped, 1)
+	assert.Equal(t, "other", skipped[0].Backend)
+	assert.ErrorIs(t, skipped[0].Err, device.ErrNoDevice)
+}
+
+// TestAutoSaysTheOtherVendorIsPresent: on a host that shows both vendors'
+// devices, auto chooses one and says in PassedOver that the other was not
+// tried, and why.
+func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
+	var g device.Registry
+	registerGPU(&g, "cuda", 10)
+	g.Register(driver.Registration{Name: "hip", GPU: true, AutoRank: 20,
+		Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(), "hip"}, nil },
+		Present: func() (bool, string) { return true, "/dev/kfd" }})
+	auto := openIn(t, &g, "auto")
+	require.NoError(t, auto.Init(context.Background()))
+	assert.Equal(t, "cuda", auto.Name())
+	passed := auto.PassedOver()
+	require.Len(t, passed, 1)
+	assert.Equal(t, "hip", passed[0].Backend)
+	assert.ErrorIs(t, passed[0].Err, device.ErrOtherVendor)
+	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
+}
+
+// mixedHost is a GPU backend whose two devices are different models, the
+// faster (ordinal 0) on the higher PCI bus: CUDA's FASTEST_FIRST order.
+type mixedHost struct{ fakeGPU }
+
+func (m mixedHost) Device(ordinal int) (driver.Info, error) {
+	info, err := m.fakeGPU.Device(ordinal)
+	info.Name = []string{"NVIDIA H200", "NVIDIA L4"}[ordinal]
+	info.PCIBusID = []string{"0000:c1:00.0", "0000:18:00.0"}[ordinal]
+	return info, err
+}
+
+func TestDeviceMapSaysWhichEntrySelectedEachDeviceAndWarnsOfTheOrder(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", " 1, 0,junk,2")
+	var g device.Registry
+	g.Register(driver.Registration{Name: "cuda", GPU: true, AutoRank: 10,
+		Open: func() (driver.Backend, error) { return mixedHost{fakeGPU{sim.New(), "cuda"}}, nil }})
+	r := openIn(t, &g, "cuda")
+	m, err := r.DeviceMap(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "FASTEST_FIRST", m.Order)
+	require.Len(t, m.Devices, 2)
+	assert.Equal(t, "CUDA_VISIBLE_DEVICES entry 0: 1", m.Devices[0].Selected)
+	assert.Equal(t, "CUDA_VISIBLE_DEVICES entry 1: 0", m.Devices[1].Selected)
+	assert.Equal(t, -1, m.Devices[0].Index, "sim has no vendor index")
+	assert.Contains(t, m.Warning, "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	var h device.Registry
+	registerGPU(&h, "cuda", 10)
+	m, err = openIn(t, &h, "cuda").DeviceMap(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, m.Warning, "one model, in bus order")
+}
