@@ -32,7 +32,13 @@ type DeviceHealth struct {
 	// watches or reads again. WatchErrors counts the failures.
 	WatchError  string
 	WatchErrors int64
+	// Hint is advice the counters call for, such as persistence mode
+	// being off; "" when none.
+	Hint string
 }
+
+// persistenceHint is the advice for a GPU without persistence mode.
+const persistenceHint = "persistence mode is off: the driver tears the GPU down when no process holds it, so each process's init pays 1-3 s per GPU again (ECC scrubbing; NVIDIA's driver persistence docs): run nvidia-persistenced, or nvidia-smi -pm 1"
 
 // healthWatch is a Runtime's run of its backend's health watch.
 type healthWatch struct {
@@ -125,7 +131,10 @@ func (r *Runtime) onHealthEvent(ev driver.HealthEvent) {
 		case driver.HealthUnwatched:
 			d.Watched, d.Why = false, ev.Message
 		case driver.HealthRead:
-			d.Counters, d.WatchError = ev.Counters, ""
+			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
+			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {
+				d.Hint = persistenceHint
+			}
 		case driver.HealthWatchError:
 			d.WatchError = ev.Message
 			d.WatchErrors++

@@ -155,6 +155,7 @@ func TestChildCounters(t *testing.T) {
 	c := r.Health()[1].Counters
 	require.NotNil(t, c.Persistence)
 	assert.False(t, *c.Persistence)
+	assert.Contains(t, r.Health()[1].Hint, "1-3 s per GPU", "persistence mode off: the init's cost is named")
 	require.NotNil(t, c.ECCCorrected)
 	assert.Equal(t, uint64(5), *c.ECCCorrected)
 	require.NotNil(t, c.RowRemapsPending)

@@ -107,9 +107,9 @@ type Info struct {
 
 // MIG is what a MIG instance is part of, as NVML tells it.
 type MIG struct {
-	ParentUUID      string // the GPU's "GPU-…" UUID
-	ParentPCIBusID  string // the GPU's bus id, "dddd:bb:dd.f"
-	GPUInstance     int    // the GPU instance id
-	ComputeInstance int    // the compute instance id within it
-	Profile         string // "1g.10gb", "1c.3g.40gb"; "" where NVML does not say
+	ParentUUID      string `json:"parent_uuid"`       // the GPU's "GPU-…" UUID
+	ParentPCIBusID  string `json:"parent_pci_bus_id"` // the GPU's bus id, "dddd:bb:dd.f"
+	GPUInstance     int    `json:"gpu_instance"`      // the GPU instance id; -1 where NVML cannot say
+	ComputeInstance int    `json:"compute_instance"`  // the compute instance id within it; -1 where NVML cannot say
+	Profile         string `json:"profile"`           // "1g.10gb", "1c.3g.40gb"; "" where NVML does not say
 }

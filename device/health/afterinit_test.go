@@ -259,6 +259,7 @@ func TestTheStatusReadsFreeMemory(t *testing.T) {
 	for _, d := range st.Devices {
 		require.NotNil(t, d.FreeMemory, "device %d", d.Ordinal)
 		assert.Equal(t, d.TotalMemory-sim.UsedMemory, *d.FreeMemory)
+		assert.Equal(t, "sim", d.MemorySource)
 	}
 	s.InjectXid(1, 79)
 	require.Eventually(t, func() bool { return rt.AnyLost() }, 10*time.Second, time.Millisecond)

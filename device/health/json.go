@@ -26,6 +26,17 @@ type Device struct {
 	ComputeCapability string  `json:"compute_capability"` // "9.0"; empty outside CUDA
 	Multiprocessors   int     `json:"multiprocessors"`
 	Integrated        bool    `json:"integrated"`
+	// MemorySource says where free_memory came from: nvml, driver-context,
+	// amdgpu-vram, amdgpu-gtt, meminfo (the host's, for a GPU that shares
+	// it) or sim; "" where it was not read.
+	MemorySource         string      `json:"memory_source,omitempty"`
+	PageableMemoryAccess bool        `json:"pageable_memory_access,omitempty"`
+	MIG                  *driver.MIG `json:"mig,omitempty"` // a MIG instance's parent GPU, instance ids and profile
+	// NativeArch, ArchSource and ArchWarning: what an AMD override
+	// (HSA_OVERRIDE_GFX_VERSION) changed, named by its variable.
+	NativeArch  string `json:"native_arch,omitempty"`
+	ArchSource  string `json:"arch_source,omitempty"`
+	ArchWarning string `json:"arch_warning,omitempty"`
 	// Health is what the driver's health watch knows of the device, read
 	// at the status's moment; null where nothing watches it yet.
 	Health *DeviceHealth `json:"health,omitempty"`
@@ -43,18 +54,20 @@ type DeviceHealth struct {
 	Counters    *driver.HealthCounters `json:"counters,omitempty"`
 	WatchError  string                 `json:"watch_error,omitempty"`
 	WatchErrors int64                  `json:"watch_errors,omitempty"`
+	Hint        string                 `json:"hint,omitempty"` // advice the counters call for (persistence mode off)
 }
 
 // DeviceHealthOf is h as JSON.
 func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
 	return &DeviceHealth{Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
-		WatchError: h.WatchError, WatchErrors: h.WatchErrors}
+		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint}
 }
 
 // DeviceOf is d as JSON, without free memory.
 func DeviceOf(d device.Info) Device {
 	out := Device{Ordinal: d.Ordinal, Name: d.Name, Arch: d.Arch, TotalMemory: d.TotalMemory,
-		UUID: d.UUID, PCIBusID: d.PCIBusID, Multiprocessors: d.Multiprocessors, Integrated: d.Integrated}
+		UUID: d.UUID, PCIBusID: d.PCIBusID, Multiprocessors: d.Multiprocessors, Integrated: d.Integrated,
+		PageableMemoryAccess: d.PageableMemoryAccess, MIG: d.MIG, NativeArch: d.NativeArch, ArchSource: d.ArchSource, ArchWarning: d.ArchWarning}
 	if d.ComputeMajor != 0 {
 		out.ComputeCapability = fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor)
 	}

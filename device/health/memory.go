@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
 )
 
 // memoryWait bounds how long the status waits for a device's free memory:
@@ -16,27 +18,27 @@ const memoryWait = 50 * time.Millisecond
 // status.
 type memoryReads struct {
 	mu       sync.Mutex
-	inFlight map[int]chan uint64 // ordinal -> the read under way's result
+	inFlight map[int]chan driver.Memory // ordinal -> the read under way's result
 }
 
-// freeMemory returns device ordinal's free memory, or nil where it cannot be
+// freeMemory returns device ordinal's memory, and false where it cannot be
 // read without waiting longer than memoryWait (or at all).
-func (h *Health) freeMemory(ordinal int) *uint64 {
+func (h *Health) freeMemory(ordinal int) (driver.Memory, bool) {
 	h.memory.mu.Lock()
 	ch, busy := h.memory.inFlight[ordinal]
 	if !busy {
 		if h.memory.inFlight == nil {
-			h.memory.inFlight = map[int]chan uint64{}
+			h.memory.inFlight = map[int]chan driver.Memory{}
 		}
-		ch = make(chan uint64, 1)
+		ch = make(chan driver.Memory, 1)
 		h.memory.inFlight[ordinal] = ch
 		go func() {
-			free, _, err := h.rt.MemoryInfo(context.Background(), ordinal) // under the Runtime's call deadline
+			m, err := h.rt.Memory(context.Background(), ordinal) // under the Runtime's call deadline
 			h.memory.mu.Lock()
 			delete(h.memory.inFlight, ordinal)
 			h.memory.mu.Unlock()
 			if err == nil {
-				ch <- free
+				ch <- m
 			}
 			close(ch)
 		}()
@@ -45,11 +47,9 @@ func (h *Health) freeMemory(ordinal int) *uint64 {
 	t := time.NewTimer(memoryWait)
 	defer t.Stop()
 	select {
-	case free, ok := <-ch:
-		if ok {
-			return &free
-		}
+	case m, ok := <-ch:
+		return m, ok
 	case <-t.C:
 	}
-	return nil
+	return driver.Memory{}, false
 }

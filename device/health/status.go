@@ -109,7 +109,9 @@ func (h *Health) addDevices(s *Status) {
 			s.Devices[i].Health = DeviceHealthOf(health[o])
 		}
 		if h.rt.CheckDevice(o) == nil {
-			s.Devices[i].FreeMemory = h.freeMemory(o)
+			if m, ok := h.freeMemory(o); ok {
+				s.Devices[i].FreeMemory, s.Devices[i].MemorySource = &m.Free, string(m.Source)
+			}
 		}
 	}
 	h.addCanaries(s)
