@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,7 +68,7 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	bin := buildProbe(t)
 	nfd := filepath.Join(t.TempDir(), "gpuinit")
-	r := probeRun(t, bin, noGPULibraries, "-scenario", "queued", "-nfd-file", nfd)
+	r := probeRun(t, bin, fakedriver.NoGPUHost(t), "-scenario", "queued", "-nfd-file", nfd)
 	require.Equal(t, exitOK, r.code)
 	features, err := os.ReadFile(nfd)
 	require.NoError(t, err)

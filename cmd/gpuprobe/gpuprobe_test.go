@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,12 +162,13 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 
 	t.Run("no usable GPU: each backend's reason, then sim, exit 0", func(t *testing.T) {
 		skipIfLinked(t)
-		r := probeRun(t, bin, noGPULibraries, "-json", "-scenario", "queued")
+		env := fakedriver.NoGPUHost(t)
+		r := probeRun(t, bin, env, "-json", "-scenario", "queued")
 		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
 		assert.Equal(t, "sim", rep.Backend)
 		require.NotNil(t, rep.Fallback)
-		checkPassedOver(t, rep.Fallback.Backends)
+		checkPassedOver(t, env, rep.Fallback.Backends)
 		assert.Len(t, rep.Scenarios, 3, "the scenarios ran on sim")
 		assert.Contains(t, r.stderr, "gpuprobe: cuda passed over: ")
 		assert.Contains(t, r.stderr, "gpuprobe: hip passed over: ")
@@ -175,13 +177,18 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 
 	t.Run("-require-gpu: no fallback, exit 3 with the reasons", func(t *testing.T) {
 		skipIfLinked(t)
-		r := probeRun(t, bin, noGPULibraries, "-json", "-require-gpu")
+		env := fakedriver.NoGPUHost(t)
+		r := probeRun(t, bin, env, "-json", "-require-gpu")
 		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
 		require.NotNil(t, rep.Fallback)
-		checkPassedOver(t, rep.Fallback.Backends)
+		checkPassedOver(t, env, rep.Fallback.Backends)
 		require.NotNil(t, rep.Error)
-		assert.Equal(t, "no-driver", rep.Error.Kind, "no driver loaded at all")
+		want := "no-driver" // no driver loaded at all
+		if noGPUKind(env, fakedriver.CUDANames) == "no-device" || noGPUKind(env, fakedriver.HIPNames) == "no-device" {
+			want = "no-device" // the backend whose runtime loaded got furthest, and leads
+		}
+		assert.Equal(t, want, rep.Error.Kind, rep.Error.Message)
 		assert.Empty(t, rep.Scenarios)
 	})
 
@@ -237,24 +244,32 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 }
 
-// noGPULibraries makes every GPU library impossible to load, whatever this
-// machine has installed.
-var noGPULibraries = []string{
-	"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so",
+// noGPUKind is the kind of error a backend whose runtime has the given file
+// names gives on a host with no GPU: "no-driver" where the loader cannot find
+// the runtime, "no-device" where one is installed with no GPU behind it.
+func noGPUKind(env []string, names []string) string {
+	if fakedriver.Loadable(env, names...) {
+		return "no-device"
+	}
+	return "no-driver"
 }
 
-// checkPassedOver checks that auto's reasons name cuda, then hip, each with
-// the loader's own message.
-func checkPassedOver(t *testing.T, backends []backendFailure) {
+// checkPassedOver checks that auto's reasons on the no-GPU host env name
+// cuda, then hip, each with the loader's or the driver's own message.
+func checkPassedOver(t *testing.T, env []string, backends []backendFailure) {
 	t.Helper()
 	require.Len(t, backends, 2)
 	for i, name := range []string{"cuda", "hip"} {
 		assert.Equal(t, name, backends[i].Backend)
 		require.NotNil(t, backends[i].Error)
 		if cgoBackends {
-			assert.Equal(t, "no-driver", backends[i].Error.Kind)
-			assert.Equal(t, "dlopen", backends[i].Error.Op)
-			assert.Contains(t, backends[i].Error.Message, "cannot open shared object file", "dlerror's text")
+			names := map[string][]string{"cuda": fakedriver.CUDANames, "hip": fakedriver.HIPNames}[name]
+			kind := noGPUKind(env, names)
+			assert.Equal(t, kind, backends[i].Error.Kind, "%s: %s", name, backends[i].Error.Message)
+			if kind == "no-driver" {
+				assert.Equal(t, "dlopen", backends[i].Error.Op)
+				assert.Contains(t, backends[i].Error.Message, "cannot open shared object file", "dlerror's text")
+			}
 		} else {
 			assert.Equal(t, "not-compiled", backends[i].Error.Kind)
 			assert.Contains(t, backends[i].Error.Message, "without cgo", "the binary says why it has no GPU backends")

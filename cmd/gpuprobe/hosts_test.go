@@ -4,6 +4,7 @@ package main
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,9 @@ func TestDefaultBuildNeedsNoGPULibraryToStart(t *testing.T) {
 }
 
 // fakeNVIDIAHost is the environment of a host with the fake libcuda (two
-// GPUs) and, with curand, the fake libcurand.
+// GPUs, the second integrated) and, with curand, the fake libcurand. Its
+// /proc/meminfo has hostAvailable bytes available, the integrated GPU's free
+// memory.
 //
 // A -tags cudalink binary links libcuda (and libcurand): it gets the fakes
 // through the loader's path, which the default build ignores here.
@@ -43,12 +46,18 @@ func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 	cuda := fakedriver.BuildInto(t, dir, fakedriver.CUDA)
 	env := []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so",
 		"GPUINIT_NVML_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.NVML),
-		"LD_LIBRARY_PATH=" + dir + ":" + os.Getenv("LD_LIBRARY_PATH")}
+		"LD_LIBRARY_PATH=" + dir + ":" + os.Getenv("LD_LIBRARY_PATH"),
+		"GPUINIT_PROC_ROOT=" + dir}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "meminfo"),
+		[]byte(fmt.Sprintf("MemTotal:       134217728 kB\nMemFree:         1048576 kB\nMemAvailable:   %d kB\n", hostAvailable>>10)), 0o644))
 	if curand {
 		return append(env, "GPUINIT_CURAND_LIBRARY="+fakedriver.BuildInto(t, dir, fakedriver.CURAND))
 	}
 	return append(env, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10")
 }
+
+// hostAvailable is the fake NVIDIA host's MemAvailable, in bytes.
+const hostAvailable = 48 << 30
 
 func TestOverTheFakeDrivers(t *testing.T) {
 	bin := buildProbe(t)
@@ -56,7 +65,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 	wantDevices := []deviceInfo{
 		{Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096, FreeMemory: free(140000000000),
 			UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0", ComputeCapability: "9.0", Multiprocessors: 132},
-		{Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920, FreeMemory: free(61203283968),
+		{Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920, FreeMemory: free(hostAvailable),
 			UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", ComputeCapability: "8.6", Multiprocessors: 108, Integrated: true},
 	}
 	for _, backend := range []string{"cuda", "auto"} {
@@ -76,7 +85,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 				assert.True(t, d.Canary.OK, "device %d's canary: %+v", i, d.Canary.Error)
 				rep.Devices[i].Health, rep.Devices[i].Canary = nil, nil
 			}
-			assert.Equal(t, wantDevices, rep.Devices, "free memory from the fake NVML, matched by UUID")
+			assert.Equal(t, wantDevices, rep.Devices, "free memory from the fake NVML, matched by UUID; the integrated GPU's from the host's MemAvailable")
 			assert.Empty(t, rep.Lost)
 			require.Len(t, rep.Scenarios, 6)
 			for _, s := range rep.Scenarios {
@@ -130,15 +139,15 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		dir := t.TempDir()
 		hip := fakedriver.BuildInto(t, dir, fakedriver.HIP)
 		fakedriver.BuildInto(t, dir, fakedriver.HIPRAND)
-		r := probeRun(t, bin, []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1", "GPUINIT_HIP_LIBRARY=" + hip,
-			"GPUINIT_SYSFS_ROOT=" + filepath.Join(dir, "no-sysfs")}, "-json", "-require-gpu")
+		env := append(fakedriver.NoGPUHost(t), "GPUINIT_HIP_LIBRARY="+hip, "GPUINIT_SYSFS_ROOT="+filepath.Join(dir, "no-sysfs"))
+		r := probeRun(t, bin, env, "-json", "-require-gpu")
 		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 		rep := decode(t, r)
 		assert.Equal(t, "hip", rep.Backend)
 		require.Len(t, rep.PassedOver, 1, "auto says why it passed over cuda")
 		assert.Equal(t, "cuda", rep.PassedOver[0].Backend)
 		if !strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink") {
-			assert.Equal(t, "dlopen", rep.PassedOver[0].Error.Op)
+			assert.Equal(t, noGPUKind(env, fakedriver.CUDANames), rep.PassedOver[0].Error.Kind, rep.PassedOver[0].Error.Message)
 		}
 		require.Len(t, rep.Devices, 2)
 		assert.Equal(t, "Fake AMD Instinct MI250X", rep.Devices[0].Name)

@@ -1,0 +1,75 @@
+package fakedriver
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The vendor runtimes' file names, as the backends look for them.
+var (
+	CUDANames = []string{"libcuda.so.1"}
+	HIPNames  = []string{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
+)
+
+// NoGPUHost returns the environment of a host with no GPU, as near as this
+// machine allows: no GPUINIT_*_LIBRARY variable (set empty, so a developer's
+// own does not leak in), no device nodes (an empty GPUINIT_DEV_ROOT), an
+// empty sysfs and an empty ROCM_PATH.
+//
+// Naming a missing file instead would not do: a file the user named is an
+// operator's mistake, not a host without a GPU. A vendor runtime installed
+// on the loader's path with no GPU behind it (Debian's HIP, installed by
+// .ci/run's hip leg) stays loadable; Loadable says which are, so that a test
+// can expect "no device" from that backend instead of "no driver".
+//
+// It skips t on a machine that shows a GPU's device nodes, where a driver
+// would find a real device.
+func NoGPUHost(t testing.TB) []string {
+	t.Helper()
+	for _, node := range []string{"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg"} {
+		if _, err := os.Stat(node); err == nil {
+			t.Skipf("this machine has a GPU (%s): a host without one cannot be shown here", node)
+		}
+	}
+	empty := t.TempDir()
+	return []string{
+		"GPUINIT_CUDA_LIBRARY=", "GPUINIT_HIP_LIBRARY=",
+		"GPUINIT_DEV_ROOT=" + empty, "GPUINIT_SYSFS_ROOT=" + empty, "ROCM_PATH=" + empty,
+	}
+}
+
+// Loadable reports whether the dynamic loader would find one of names for a
+// process whose environment is os.Environ() with env after it: in a
+// directory of its LD_LIBRARY_PATH, or in ldconfig's cache.
+func Loadable(env []string, names ...string) bool {
+	path := os.Getenv("LD_LIBRARY_PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		for _, name := range names {
+			if _, err := os.Stat(filepath.Join(dir, name)); dir != "" && err == nil {
+				return true
+			}
+		}
+	}
+	ldconfig, err := exec.LookPath("ldconfig")
+	if err != nil {
+		ldconfig = "/sbin/ldconfig"
+	}
+	out, _ := exec.Command(ldconfig, "-p").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		for _, name := range names {
+			if len(fields) > 0 && fields[0] == name {
+				return true
+			}
+		}
+	}
+	return false
+}
