@@ -117,6 +117,28 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
 
+// unloaded is a backend whose library only a preflight child loaded, so that
+// it cannot read the driver's version in this process (as cuda before its
+// first in-process load).
+type unloaded struct{ driver.Backend }
+
+func (unloaded) DriverVersion() (int, error) { return 0, errors.New("not loaded in this process") }
+func (u unloaded) Unwrap() driver.Backend    { return u.Backend }
+
+func TestAFailedBackendStillReportsTheDriverVersionItsChildRead(t *testing.T) {
+	var g device.Registry
+	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return unloaded{sim.New()}, nil }})
+	rt := openIn(t, &g, "sim")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+	t.Setenv(device.EnvPreflight, "")
+	t.Setenv(sim.EnvFail, string(sim.NoDevice))
+	require.ErrorIs(t, rt.Init(context.Background()), device.ErrNoDevice)
+	assert.Equal(t, 1, rt.BringUp().Attempts, "the failure was the child's")
+	v, err := rt.DriverVersion()
+	require.NoError(t, err, "the version the child read before the driver said no device")
+	assert.Equal(t, sim.DriverVersion, v)
+}
+
 func TestAChildThatGivesNoAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		does     string

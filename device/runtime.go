@@ -203,14 +203,31 @@ func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
 
 // DriverVersion asks the backend for the driver's version without initializing
 // or loading anything; see driver.Backend for what it can answer before Init.
-// Before auto has chosen there is no one driver to ask, and the error wraps
-// ErrNotInitialized.
+// A backend that cannot answer in this process because its initialization
+// failed in a preflight child (which alone loaded the library) answers with
+// the version the child read. Otherwise, before auto has chosen there is no one driver to ask, and
+// the error wraps ErrNotInitialized; each of auto's failures carries its own
+// in [NoBackendError].
 func (r *Runtime) DriverVersion() (int, error) {
 	b := r.Backend()
+	var err error
+	if b != nil {
+		var v int
+		if v, err = b.DriverVersion(); err == nil {
+			return v, nil
+		}
+	}
+	name := r.Registration().Name
+	if b == nil && len(r.candidates) == 1 {
+		name = r.candidates[0].Name
+	}
+	if v, ok := r.driverVersions.Load(name); ok {
+		return v.(int), nil
+	}
 	if b == nil {
 		return 0, r.notChosen()
 	}
-	return b.DriverVersion()
+	return 0, err
 }
 
 // RuntimeVersion asks a driver.RuntimeVersioner backend for its runtime
