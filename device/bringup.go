@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // Phase is what a Runtime's initialization is doing.
@@ -55,10 +56,17 @@ type BringUp struct {
 // BringUp reports where the initialization stands, without a lock or an
 // allocation; the zero BringUp before it starts.
 func (r *Runtime) BringUp() BringUp {
-	if b := r.bringUp.Load(); b != nil {
-		return *b
+	p := r.bringUp.Load()
+	if p == nil {
+		return BringUp{}
 	}
-	return BringUp{}
+	b := *p
+	// The queued work runs after initialize returns, so its end is lazy's.
+	if st := r.init.State(); b.Phase == PhaseQueued && (st == lazy.Ready || st == lazy.Failed) {
+		_, finished := r.init.Times()
+		b.Phase, b.Since, b.Summary = PhaseDone, finished, ""
+	}
+	return b
 }
 
 // moveTo stores the next BringUp: b with the phase, backend and summary set.

@@ -52,14 +52,14 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 	getenv := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 	m := DeviceMap{Backend: r.Name()}
 	var spec visibility.Spec
-	switch m.Backend {
-	case "cuda", "sim":
+	switch r.Registration().Visibility {
+	case driver.VisibilityCUDA:
 		spec = visibility.LookupCUDA(getenv)
 		m.Order = visibility.OrderFastestFirst
 		if v, ok := vars[visibility.EnvOrder]; ok && v != "" {
 			m.Order = v
 		}
-	case "hip":
+	case driver.VisibilityROCm:
 		rocr, hip := visibility.LookupROCm(getenv)
 		spec = rocr
 		if hip.Set {

@@ -66,7 +66,7 @@ func (m mixedHost) Device(ordinal int) (driver.Info, error) {
 func TestDeviceMapSaysWhichEntrySelectedEachDeviceAndWarnsOfTheOrder(t *testing.T) {
 	t.Setenv("CUDA_VISIBLE_DEVICES", " 1, 0,junk,2")
 	var g device.Registry
-	g.Register(driver.Registration{Name: "cuda", GPU: true, AutoRank: 10,
+	g.Register(driver.Registration{Name: "cuda", GPU: true, AutoRank: 10, Visibility: driver.VisibilityCUDA,
 		Open: func() (driver.Backend, error) { return mixedHost{fakeGPU{sim.New(), "cuda"}}, nil }})
 	r := openIn(t, &g, "cuda")
 	m, err := r.DeviceMap(context.Background())
@@ -84,4 +84,30 @@ func TestDeviceMapSaysWhichEntrySelectedEachDeviceAndWarnsOfTheOrder(t *testing.
 	m, err = openIn(t, &h, "cuda").DeviceMap(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, m.Warning, "one model, in bus order")
+}
+
+// TestDeviceMapReadsTheVariablesTheRegistrationNames: the rules come from the
+// registration, not the backend's name.
+func TestDeviceMapReadsTheVariablesTheRegistrationNames(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "1,0")
+	t.Setenv("ROCR_VISIBLE_DEVICES", "1,0")
+	t.Setenv("HIP_VISIBLE_DEVICES", "0,1")
+	for _, tc := range []struct {
+		visibility driver.Visibility
+		selected   string
+		order      string
+	}{
+		{driver.VisibilityROCm, "HIP_VISIBLE_DEVICES entry 0: 0", ""},
+		{driver.VisibilityCUDA, "CUDA_VISIBLE_DEVICES entry 0: 1", "FASTEST_FIRST"},
+		{driver.VisibilityNone, "", ""},
+	} {
+		var g device.Registry
+		g.Register(driver.Registration{Name: "amdgpu-test", GPU: true, Visibility: tc.visibility,
+			Open: func() (driver.Backend, error) { return fakeGPU{sim.New(), "amdgpu-test"}, nil }})
+		m, err := openIn(t, &g, "amdgpu-test").DeviceMap(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, tc.order, m.Order, "visibility %d", tc.visibility)
+		require.NotEmpty(t, m.Devices)
+		assert.Equal(t, tc.selected, m.Devices[0].Selected, "visibility %d", tc.visibility)
+	}
 }

@@ -86,7 +86,9 @@ func TestAPreflightChildSucceedsBeforeTheDriverInitsInProcess(t *testing.T) {
 	assert.True(t, b.Preflight)
 	assert.Equal(t, 1, b.Attempts)
 	assert.Nil(t, b.LastErr)
-	assert.Equal(t, device.PhaseQueued, b.Phase, "the last phase before Ready")
+	assert.Equal(t, device.PhaseDone, b.Phase, "done once Ready")
+	assert.Empty(t, b.Summary, "a done bring-up says nothing in readiness's reason")
+	assert.False(t, b.Since.Before(b.InProcess), "done since the end, after the in-process part began")
 	assert.True(t, b.InProcess.After(before), "the in-process part began after the child")
 	assert.Equal(t, int64(1), c.Calls().Init, "the driver's init ran in this process once, after the child")
 }

@@ -26,12 +26,12 @@ func init() { device.Register(Registration()) }
 func Registration() driver.Registration {
 	return driver.Registration{
 		Name:        "cuda",
-		Package:     "github.com/gpuinit/gpuinit/device/cuda",
 		Open:        open,
 		Unavailable: unavailable,
 		GPU:         true,
 		AutoRank:    10,
 		Ordering:    driver.OrderingCURAND,
+		Visibility:  driver.VisibilityCUDA,
 		Present:     func() (bool, string) { return nvmodule.Read().Present() },
 		Classify:    classify,
 	}

@@ -7,9 +7,6 @@ type Registration struct {
 	// Name is what device.Open takes: "cuda", "hip", "sim". It must not be
 	// empty or "auto".
 	Name string
-	// Package is the import path of the package that registers the backend,
-	// named in the "forgotten import?" hint of an Open that finds no backend.
-	Package string
 	// Open returns the backend. A registry calls it at most once with
 	// success (at Open of the name, or when auto first tries the backend),
 	// never with a lock held, and retries it after a failure. It must not
@@ -29,6 +26,9 @@ type Registration struct {
 	// Ordering is how the backend's device generators lay out Philox's
 	// stream, so that a CPU can draw the same values (rng.GenerateOnHost).
 	Ordering Ordering
+	// Visibility is which variables choose the backend's devices, and how
+	// they are read, for device.Runtime.DeviceMap.
+	Visibility Visibility
 	// Present reports whether the host shows the vendor's GPU without
 	// loading or calling anything (device nodes, a loaded kernel module),
 	// with the evidence, for a message. It tells "not yet" from "no GPU
@@ -64,3 +64,18 @@ func (o Ordering) String() string {
 	}
 	return "curand"
 }
+
+// Visibility is the family of variables that choose a backend's devices.
+type Visibility int
+
+const (
+	// VisibilityNone: no variable chooses the devices. It is the zero
+	// value.
+	VisibilityNone Visibility = iota
+	// VisibilityCUDA: CUDA_VISIBLE_DEVICES, numbered under
+	// CUDA_DEVICE_ORDER, as the CUDA driver reads them.
+	VisibilityCUDA
+	// VisibilityROCm: ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES (or
+	// CUDA_VISIBLE_DEVICES) over what ROCr left, as ROCm reads them.
+	VisibilityROCm
+)

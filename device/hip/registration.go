@@ -25,12 +25,12 @@ func init() { device.Register(Registration()) }
 func Registration() driver.Registration {
 	return driver.Registration{
 		Name:        "hip",
-		Package:     "github.com/gpuinit/gpuinit/device/hip",
 		Open:        open,
 		Unavailable: unavailable,
 		GPU:         true,
 		AutoRank:    20,
 		Ordering:    driver.OrderingSequential,
+		Visibility:  driver.VisibilityROCm,
 		Present:     kfd.Present,
 		Classify:    classify,
 	}

@@ -70,8 +70,7 @@ func init() { device.Register(Registration()) }
 // whose codes classify by CUDA's table, as its errors do.
 func Registration() driver.Registration {
 	return driver.Registration{
-		Name:    "sim",
-		Package: "github.com/gpuinit/gpuinit/device/sim",
+		Name: "sim",
 		Open: func() (driver.Backend, error) {
 			opts, err := OptionsFromEnv()
 			if err != nil {
@@ -79,8 +78,9 @@ func Registration() driver.Registration {
 			}
 			return New(opts...), nil
 		},
-		Ordering: driver.OrderingCURAND,
-		Classify: driverError,
+		Ordering:   driver.OrderingCURAND,
+		Visibility: driver.VisibilityCUDA,
+		Classify:   driverError,
 	}
 }
 
