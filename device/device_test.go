@@ -197,7 +197,8 @@ func TestNoBackendErrorMatchesOneSummary(t *testing.T) {
 		{"nothing compiled in", []error{notCompiled, notCompiled}, device.ErrNotCompiled},
 		{"no library loaded", []error{notFound, notCompiled}, device.ErrDriverNotFound},
 		{"a driver loaded, no device", []error{notFound, noDevice}, device.ErrNoDevice},
-		{"a driver too old, the other missing", []error{mismatch, notFound}, device.ErrNoDevice},
+		{"a driver that differs from the kernel's, the other missing: the lead's kind", []error{mismatch, notFound}, device.ErrDriverMismatch},
+		{"no library, then a driver that answered: the answer's kind", []error{notFound, mismatch}, device.ErrDriverMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &device.NoBackendError{}

@@ -79,21 +79,23 @@ func (e *NoBackendError) Error() string {
 	return "device: no usable GPU backend (auto tried " + strings.Join(parts, "; then ") + ")"
 }
 
-// Summary is the one sentinel e matches.
+// Summary is the one sentinel e matches: the kind of its Lead's failure, so
+// that errors.Is, errors.As and a report's kind, op and hint all speak of the
+// same backend. It is ErrNotCompiled where no backend is in the binary,
+// ErrDriverNotFound where no library loaded, ErrDriverMismatch where the lead's
+// library loaded but is not what the backend needs, and ErrNoDevice where a
+// driver answered (no device, not ready, or anything else it said).
 func (e *NoBackendError) Summary() error {
-	summary := ErrNotCompiled
-	for _, f := range e.Tried {
-		switch {
-		case errors.Is(f.Err, ErrNotCompiled):
-		case errors.Is(f.Err, ErrDriverNotFound):
-			if summary == ErrNotCompiled {
-				summary = ErrDriverNotFound
-			}
-		default:
-			return ErrNoDevice
+	if len(e.Tried) == 0 {
+		return ErrNotCompiled
+	}
+	lead := e.Lead().Err
+	for _, s := range []error{ErrNotCompiled, ErrDriverNotFound, ErrDriverMismatch, ErrNoDevice} {
+		if errors.Is(lead, s) {
+			return s
 		}
 	}
-	return summary
+	return ErrNoDevice
 }
 
 // Lead returns the failure that leads e: the backend whose library loaded and
@@ -115,7 +117,8 @@ func (e *NoBackendError) Lead() BackendFailure {
 }
 
 // progress ranks how far a backend got before err: not compiled in, its
-// library not found, found but mismatched, or its driver answered.
+// library not found, found but mismatched, or its driver answered (with a
+// code, even one that says the driver mismatches the kernel's).
 func progress(err error) int {
 	switch {
 	case errors.Is(err, ErrNotCompiled):
@@ -123,6 +126,10 @@ func progress(err error) int {
 	case errors.Is(err, ErrDriverNotFound):
 		return 1
 	case errors.Is(err, ErrDriverMismatch):
+		var de *DriverError
+		if errors.As(err, &de) && de.Code != 0 {
+			return 3 // the driver answered with a code: 803, say
+		}
 		return 2
 	}
 	return 3

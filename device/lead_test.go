@@ -52,7 +52,7 @@ func TestTheBackendThatGotFurthestLeadsAutosError(t *testing.T) {
 	}{
 		{"ROCm only: hip's driver answered", noLibrary, noDevice, 50221153, "hip", "hipInit", device.ErrNoDevice},
 		{"neither library: the first tried", noLibrary, &device.DriverError{Backend: "hip", Op: "dlopen", Sentinel: device.ErrDriverNotFound}, 0, "cuda", "dlopen", device.ErrDriverNotFound},
-		{"a mismatched library beats a missing one", noLibrary, mismatch, 0, "hip", "dlsym hipMalloc", device.ErrNoDevice},
+		{"a mismatched library beats a missing one", noLibrary, mismatch, 0, "hip", "dlsym hipMalloc", device.ErrDriverMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g device.Registry

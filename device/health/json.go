@@ -96,12 +96,18 @@ type Error struct {
 
 // ErrorOf is err as JSON.
 func ErrorOf(err error) *Error {
-	out := &Error{Message: err.Error()}
+	out := &Error{Message: err.Error(), Class: device.ClassOf(err).String()}
+	// auto's combined error is reported as its lead's: the kind, call, code
+	// and hint of the backend that got furthest, never another's advice.
+	lead := err
+	var nb *device.NoBackendError
+	if errors.As(err, &nb) && len(nb.Tried) > 0 {
+		lead = nb.Lead().Err
+	}
 	var de *device.DriverError
-	if errors.As(err, &de) {
+	if errors.As(lead, &de) {
 		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
 	}
-	out.Class = device.ClassOf(err).String()
 	// The first sentinel that matches, most specific first.
 	for _, k := range []struct {
 		sentinel error
@@ -111,7 +117,7 @@ func ErrorOf(err error) *Error {
 		{device.ErrDriverNotFound, "no-driver"}, {device.ErrDriverMismatch, "driver-mismatch"},
 		{device.ErrNoDevice, "no-device"},
 	} {
-		if errors.Is(err, k.sentinel) {
+		if errors.Is(lead, k.sentinel) {
 			out.Kind = k.kind
 			break
 		}
