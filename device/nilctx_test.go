@@ -26,6 +26,8 @@ func TestANilContextPanicsNamingTheMethod(t *testing.T) {
 		"Do":            func(r *device.Runtime) { _ = r.Do(nilCtx, 0, func() error { return nil }) },
 		"NewGenerator":  func(r *device.Runtime) { _, _ = r.NewGenerator(nilCtx, 0) },
 		"Canary":        func(r *device.Runtime) { _ = r.Canary(nilCtx, 0) },
+		"DeviceMap":     func(r *device.Runtime) { _, _ = r.DeviceMap(nilCtx) },
+		"Inventory":     func(r *device.Runtime) { _, _, _ = device.Inventory(nilCtx, r) },
 	}
 	for _, initialized := range []bool{false, true} {
 		for method, call := range calls {

@@ -15,6 +15,7 @@ import (
 // none draws the same stream this way, and a test can check a device's draw
 // against it.
 func (g *Generators) GenerateOnHost(ctx context.Context, ordinal int, dst []uint32) error {
+	nilContext(ctx, "GenerateOnHost")
 	return g.draw(ctx, ordinal, dst, true)
 }
 

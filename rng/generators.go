@@ -46,7 +46,8 @@ var ErrClosed = errors.New("rng: Generators used after Close")
 
 // Generators holds the per-device generator states of one device runtime. It is
 // safe for concurrent use. Create it with New; Close it to release the device
-// generators.
+// generators. Every method that takes a Context panics when it is nil, naming
+// the method, as net/http does for a nil request context.
 type Generators struct {
 	rt Runtime
 
@@ -219,17 +220,20 @@ func (g *Generators) usable() error {
 // an ordinal beyond the devices found then fails the initialization with a
 // *lazy.DeferredError naming this call.
 func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) error {
+	nilContext(ctx, "ManualSeed")
 	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // ManualSeedAll is ManualSeed on every device.
 func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
+	nilContext(ctx, "ManualSeedAll")
 	return g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 // Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
 // seed, which is chosen now even if applying it is queued.
 func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
+	nilContext(ctx, "Seed")
 	seed, err := randomSeed()
 	if err != nil {
 		return 0, err
@@ -240,6 +244,7 @@ func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
 // SeedAll seeds every device with one non-deterministic seed, like
 // torch.cuda.seed_all, and returns it.
 func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
+	nilContext(ctx, "SeedAll")
 	seed, err := randomSeed()
 	if err != nil {
 		return 0, err
@@ -259,6 +264,7 @@ func randomSeed() (uint64, error) {
 // A state whose offset is not a multiple of 4 is refused at once and never
 // queued.
 func (g *Generators) SetState(ctx context.Context, ordinal int, state State) error {
+	nilContext(ctx, "SetState")
 	if err := state.validate(); err != nil {
 		return err
 	}
@@ -269,6 +275,7 @@ func (g *Generators) SetState(ctx context.Context, ordinal int, state State) err
 // validated at once; at replay, a length other than the device count fails and
 // changes nothing.
 func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
+	nilContext(ctx, "SetStateAll")
 	for i, s := range states {
 		if err := s.validate(); err != nil {
 			return fmt.Errorf("device %d: %w", i, err)
@@ -286,6 +293,7 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 // InitialSeed initializes the runtime if needed and returns device ordinal's
 // seed, like torch.cuda.initial_seed.
 func (g *Generators) InitialSeed(ctx context.Context, ordinal int) (uint64, error) {
+	nilContext(ctx, "InitialSeed")
 	s, err := g.State(ctx, ordinal)
 	return s.Seed, err
 }
@@ -293,6 +301,7 @@ func (g *Generators) InitialSeed(ctx context.Context, ordinal int) (uint64, erro
 // State initializes the runtime if needed and returns device ordinal's state,
 // like torch.cuda.get_rng_state.
 func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
+	nilContext(ctx, "State")
 	if err := g.rt.Init(ctx); err != nil {
 		return State{}, err
 	}
@@ -312,6 +321,7 @@ func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
 
 // StateAll initializes the runtime if needed and returns every device's state.
 func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
+	nilContext(ctx, "StateAll")
 	n, err := g.rt.DeviceCount(ctx)
 	if err != nil {
 		return nil, err
@@ -335,6 +345,7 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 // Generate leaves behind round-trips through MarshalBinary and SetState.
 // Reseed to go on.
 func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
+	nilContext(ctx, "Generate")
 	return g.draw(ctx, ordinal, dst, false)
 }
 

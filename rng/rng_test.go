@@ -374,3 +374,23 @@ func TestGenerateFindsGeneratorsThroughAWrapper(t *testing.T) {
 	philox.FillCURAND(want, 42, 0)
 	assert.Equal(t, want, got)
 }
+
+func TestANilContextPanicsNamingTheMethod(t *testing.T) {
+	g := rng.New(device.New(sim.New()))
+	var nilCtx context.Context
+	for name, call := range map[string]func(){
+		"ManualSeed":     func() { _ = g.ManualSeed(nilCtx, 0, 1) },
+		"ManualSeedAll":  func() { _ = g.ManualSeedAll(nilCtx, 1) },
+		"Seed":           func() { _, _ = g.Seed(nilCtx, 0) },
+		"SeedAll":        func() { _, _ = g.SeedAll(nilCtx) },
+		"SetState":       func() { _ = g.SetState(nilCtx, 0, rng.State{}) },
+		"SetStateAll":    func() { _ = g.SetStateAll(nilCtx, nil) },
+		"InitialSeed":    func() { _, _ = g.InitialSeed(nilCtx, 0) },
+		"State":          func() { _, _ = g.State(nilCtx, 0) },
+		"StateAll":       func() { _, _ = g.StateAll(nilCtx) },
+		"Generate":       func() { _ = g.Generate(nilCtx, 0, make([]uint32, 4)) },
+		"GenerateOnHost": func() { _ = g.GenerateOnHost(nilCtx, 0, make([]uint32, 4)) },
+	} {
+		assert.PanicsWithValue(t, "rng: Generators."+name+" called with a nil Context", call, name)
+	}
+}
