@@ -29,8 +29,8 @@ func (b *Backend) Canary(ordinal int) error {
 			return check(canarySteps[c.step], result(c.r))
 		}
 		if got := uint32(c.got); got != driver.CanaryPattern {
-			return &driver.DriverError{Backend: "cuda", Op: "canary", Name: "pattern mismatch", Sticky: true,
-				Message: fmt.Sprintf("device %d gave back %#08x for the %#08x it set: its memory or copy engine is broken", ordinal, got, driver.CanaryPattern),
+			return &driver.DriverError{Backend: "cuda", Op: "canary", Sticky: true, // no code: Name stays empty
+				Message: fmt.Sprintf("pattern mismatch: device %d gave back %#08x for the %#08x it set: its memory or copy engine is broken", ordinal, got, driver.CanaryPattern),
 				Hint:    "reset the GPU (nvidia-smi -r) and restart the process; if it recurs, the GPU needs service"}
 		}
 		return nil

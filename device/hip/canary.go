@@ -30,8 +30,8 @@ func (b *Backend) Canary(ordinal int) error {
 		}
 		for _, got := range c.got {
 			if byte(got) != want {
-				return &driver.DriverError{Backend: "hip", Op: "canary", Name: "pattern mismatch", Sticky: true,
-					Message: fmt.Sprintf("device %d gave back %v for the 4 bytes of %#02x it set: its memory or copy engine is broken", ordinal, c.got, want),
+				return &driver.DriverError{Backend: "hip", Op: "canary", Sticky: true, // no code: Name stays empty
+					Message: fmt.Sprintf("pattern mismatch: device %d gave back %v for the 4 bytes of %#02x it set: its memory or copy engine is broken", ordinal, c.got, want),
 					Hint:    "reset the GPU (amd-smi reset --gpureset) and restart the process; if it recurs, the GPU needs service"}
 			}
 		}

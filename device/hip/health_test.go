@@ -151,5 +151,9 @@ func TestChildCanary(t *testing.T) {
 	}
 	require.ErrorIs(t, err, device.ErrDeviceLost)
 	assert.ErrorContains(t, err, "pattern mismatch")
+	var de *device.DriverError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "canary", de.Op)
+	assert.Empty(t, de.Name, "Name is for a code's name, and a mismatch has no code")
 	assert.Equal(t, device.LossCanary, r.Lost()[0].Source)
 }
