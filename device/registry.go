@@ -211,9 +211,9 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 	}
 	if want := g.suggest(name); want != "" {
 		return fmt.Errorf("%w: unknown backend %s: did you mean %q? (backend names are %s, in lower case)",
-			ErrNotCompiled, given, want, strings.Join(append(g.Known(), "auto"), ", "))
+			ErrNotCompiled, given, want, strings.Join(g.Known(), ", "))
 	}
-	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrNotCompiled, given, strings.Join(append(g.Known(), "auto"), ", "))
+	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrNotCompiled, given, strings.Join(g.Known(), ", "))
 }
 
 // aliases are names users reach for that mean a backend.
