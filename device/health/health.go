@@ -17,7 +17,8 @@
 // runs in this process (the driver's init, then the queued work) has run past
 // its deadline (WithInitDeadline, default DefaultInitDeadline: the process is
 // wedged); when the initialization failed for a reason that was expected to
-// clear (not-yet: a fresh process may succeed); or, with
+// clear (not-yet: a fresh process may succeed) and the same deadline has
+// passed since it started, so that the GPU had its time to come up; or, with
 // WithRestartOnDeviceLoss, when a device was lost after init. A failure of
 // class no-gpu or needs-operator leaves it 200: a restart cannot help, and a
 // Kubernetes pod must not crash-loop for it; readiness, the status and
@@ -79,7 +80,8 @@ func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss
 // WithCPUFallback says that the server serves without a GPU when it has none:
 // once the initialization has failed, whatever the class, readiness is 200
 // and the status says degraded, with the reason. Liveness is unchanged: a
-// not-yet failure still fails it, since a fresh process may get the GPU.
+// not-yet failure still fails it once the init deadline has passed, since a
+// fresh process may get the GPU.
 func WithCPUFallback() Option { return func(h *Health) { h.cpuFallback = true } }
 
 // WithLogger sets the logger for the state changes Health observes; the
@@ -249,6 +251,14 @@ func (h *Health) liveness(state lazy.State) (live bool, reason string) {
 	switch state {
 	case lazy.Failed:
 		v := h.verdict()
+		if !v.live && h.deadline > 0 {
+			// Not yet: a restart helps once the GPU has had the init
+			// deadline to come up, not before (a fresh process would only
+			// fail the same way, and the orchestrator's restarts back off).
+			if started, _ := h.rt.InitTimes(); time.Since(started) <= h.deadline {
+				return true, ""
+			}
+		}
 		return v.live, v.liveWhy
 	case lazy.Initializing:
 		if b := h.rt.BringUp(); h.deadline > 0 && !b.InProcess.IsZero() && time.Since(b.InProcess) > h.deadline {

@@ -114,7 +114,7 @@ func TestLiveNeverTouchesTheRuntimeOrBackend(t *testing.T) {
 }
 
 // TestHealthDecidesByTheFailuresClass: liveness fails only where a restart of
-// the process can help (not-yet); readiness fails for every class, unless the
+// the process can help (not-yet, once the init deadline has passed); readiness fails for every class, unless the
 // server serves without a GPU, when it is 200 and the status says degraded.
 func TestHealthDecidesByTheFailuresClass(t *testing.T) {
 	for _, tc := range []struct {
@@ -150,6 +150,15 @@ func TestHealthDecidesByTheFailuresClass(t *testing.T) {
 			if !tc.ready {
 				assert.Contains(t, body, "("+tc.class+":", "readiness names the class")
 				assert.Contains(t, body, tc.driverName)
+			}
+			if !tc.live {
+				// Not yet: live while the GPU has the init deadline (here
+				// the default 5 minutes) to come up; then a restart helps.
+				code, body = probe(t, h.Live())
+				assert.Equal(t, http.StatusOK, code, "within the init deadline: %s", body)
+				h.Close()
+				h = health.New(rt, append(opts, health.WithInitDeadline(time.Nanosecond))...)
+				defer h.Close()
 			}
 			code, body = probe(t, h.Live())
 			assert.Equal(t, map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[tc.live], code, body)
