@@ -14,7 +14,8 @@ import (
 )
 
 // A kit that cannot fail proves nothing: each broken backend below breaks one
-// rule, and TestBackend, run on it in a child process, must fail and say why.
+// rule, and the kit (Check, TestBackend's error-returning twin) must fail on
+// it and say why.
 var broken = map[string]struct {
 	backend driver.Backend
 	opts    []devicetest.Option

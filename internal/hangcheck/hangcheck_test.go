@@ -2,7 +2,10 @@ package hangcheck
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,14 +55,24 @@ func TestRunWithNamesTheSignalThatEndedTheChild(t *testing.T) {
 // stdout open, so that waiting for the child never finishes. RunWith must
 // give up on it after Reap, report it Unreaped, and return.
 func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "sleep 30 & echo started; sleep 30")
+	pids := filepath.Join(t.TempDir(), "pids")
+	// Both sleeps' pids go to a file, so that the cleanup ends these two
+	// processes and no one else's.
+	cmd := exec.Command("sh", "-c", "sleep 30 & echo $! >"+pids+"; echo $$ >>"+pids+"; echo started; exec sleep 30")
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	var started bool
 	start := time.Now()
 	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond,
 		Reap: 300 * time.Millisecond, Started: func() { started = true }})
 	took := time.Since(start)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = exec.Command("pkill", "-f", "^sleep 30$").Run() })
 	assert.True(t, started, "Started ran")
 	assert.Equal(t, Hang, r.Verdict)
 	assert.True(t, r.Unreaped, "the wait was abandoned, not finished")
