@@ -130,6 +130,17 @@ func walk(b driver.Backend, opts []Option, do func(part string, check func(*chec
 		}
 	})
 	do("a Runtime over it is lazy", func(c *checker) { checkLazy(c, b) })
+	do("DriverVersion before Init", func(c *checker) {
+		// Init may have run already in this process (a backend whose driver
+		// state is the process's): then an answer is due.
+		v, err := b.DriverVersion()
+		switch {
+		case err != nil && !errors.Is(err, driver.ErrNotInitialized):
+			c.errorf("DriverVersion before Init failed with %q: want an answer, or an error wrapping driver.ErrNotInitialized", err)
+		case err == nil && v <= 0:
+			c.errorf("DriverVersion before Init answered %d and no error: want a version, or an error wrapping driver.ErrNotInitialized", v)
+		}
+	})
 
 	// Init, with DriverVersion hammered from other goroutines meanwhile: it is
 	// documented as safe at any time.
@@ -154,6 +165,11 @@ func walk(b driver.Backend, opts []Option, do func(part string, check func(*chec
 		wg.Wait()
 		if initErr != nil {
 			checkMapped(c, name, "Init", initErr)
+		}
+		// A backend whose driver state is the process's memoizes Init: a
+		// second Runtime sees the first one's outcome, never a fresh one.
+		if again := b.Init(context.Background()); (again == nil) != (initErr == nil) {
+			c.errorf("a second Init returned %v after the first returned %v: want the same outcome", again, initErr)
 		}
 	})
 	if initErr != nil {

@@ -26,6 +26,25 @@ var broken = map[string]struct {
 	"zero devices after init": {zeroDevices{sim.New()}, nil, "fails Init with driver.ErrNoDevice"},
 	"wrong numbers drawn":     {sim.New(), []devicetest.Option{devicetest.GeneratorsDraw(philox.FillSequential)}, "seed 42, offset 8: drew"},
 	"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
+	"unmapped version error":  {versionFails{sim.New()}, nil, "DriverVersion before Init failed"},
+	"init not memoized":       {&initOnceOnly{Backend: sim.New()}, nil, "a second Init returned"},
+}
+
+type versionFails struct{ *sim.Backend }
+
+func (versionFails) DriverVersion() (int, error) { return 0, errors.New("no library yet") }
+
+// initOnceOnly succeeds once, then fails: an Init that is not memoized.
+type initOnceOnly struct {
+	*sim.Backend
+	calls int
+}
+
+func (b *initOnceOnly) Init(ctx context.Context) error {
+	if b.calls++; b.calls > 1 {
+		return &device.DriverError{Backend: "sim", Op: "simInit", Hint: "none", Sentinel: device.ErrNoDevice}
+	}
+	return b.Backend.Init(ctx)
 }
 
 type unmappedInit struct{ *sim.Backend }
