@@ -213,6 +213,7 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 			}
 			assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 			assert.Empty(t, childtest.Children(os.Getpid()), "no child left")
+			assert.Empty(t, childtest.Zombies(os.Getpid()), "no zombie: every child was waited for")
 			switch tc.does {
 			case "hang":
 				assert.Contains(t, pe.Stacks, "device_test.misbehave", "the stacks say where it hung")

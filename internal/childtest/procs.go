@@ -10,8 +10,14 @@ import (
 
 // Children lists the live child processes of pid, from /proc: the tests'
 // way to prove that no child is left behind. Zombies are left out, since
-// they have exited.
-func Children(pid int) []int {
+// they have exited; Zombies lists those.
+func Children(pid int) []int { return children(pid, false) }
+
+// Zombies lists the children of pid that have exited and were never waited
+// for: a process that reaps its children has none for long.
+func Zombies(pid int) []int { return children(pid, true) }
+
+func children(pid int, zombies bool) []int {
 	var kids []int
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, stat := range stats {
@@ -21,7 +27,7 @@ func Children(pid int) []int {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
 		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && fields[0] != "Z" {
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && (fields[0] == "Z") == zombies {
 			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
 			kids = append(kids, child)
 		}
