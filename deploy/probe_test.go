@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	dto "github.com/prometheus/client_model/go"
@@ -27,12 +29,13 @@ func gpuprobe(t *testing.T) string {
 }
 
 // TestGpuprobeLabelsAndMetricsAreValid runs gpuprobe on sim, then checks its
-// NFD labels with Kubernetes' own validation and its metrics with
-// Prometheus's own text parser, against its JSON report of the same run.
+// NFD feature file with NFD's own parser, the labels that gives with
+// Kubernetes' own validation, and its metrics with Prometheus's own text
+// parser, against its JSON report of the same run.
 func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
-	dir := t.TempDir()
+	dir, featuresDir := t.TempDir(), t.TempDir() // featuresDir, NFD's features.d, holds the feature file alone
 	bin := gpuprobe(t)
-	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
+	nfd, prom := filepath.Join(featuresDir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
 	cmd := exec.Command(bin, "-backend", "sim", "-json", "-nfd-file", nfd, "-prom-file", prom)
 	stdout, err := cmd.Output()
 	require.NoError(t, err)
@@ -56,24 +59,21 @@ func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout, &rep))
 	require.Zero(t, rep.ExitCode)
 
-	features, err := os.ReadFile(nfd)
-	require.NoError(t, err)
-	labels := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(features)), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, value, ok := strings.Cut(line, "=")
-		require.True(t, ok, line)
+	labels := nfdLabels(t, featuresDir)
+	for key, value := range labels {
 		assert.Empty(t, validation.IsQualifiedName(key), "label key %q", key)
 		assert.Empty(t, validation.IsValidLabelValue(value), "label value %q", value)
 		assert.True(t, strings.HasPrefix(key, "gpuinit.io/"))
-		labels[key] = value
 	}
 	assert.Equal(t, "ok", labels["gpuinit.io/probe"])
 	assert.Equal(t, rep.Backend, labels["gpuinit.io/backend"])
+	assert.Equal(t, strconv.Itoa(rep.DriverVersion), labels["gpuinit.io/driver-version"])
+	assert.Equal(t, strconv.Itoa(len(rep.Devices)), labels["gpuinit.io/devices"])
 	assert.Equal(t, rep.RNG.Verdict, labels["gpuinit.io/rng"])
 	assert.Equal(t, "true", labels["gpuinit.io/arch."+rep.Devices[0].Arch])
+	features, err := os.ReadFile(nfd)
+	require.NoError(t, err)
+	expiry := nfdExpiry(t, features)
 
 	f, err := os.Open(prom)
 	require.NoError(t, err)
@@ -90,6 +90,8 @@ func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 	}
 	gauge := func(name string) float64 { return families[name].GetMetric()[0].GetGauge().GetValue() }
 	assert.Equal(t, 1.0, gauge("gpuinit_probe_success"))
+	ran := time.Unix(int64(gauge("gpuinit_probe_timestamp_seconds")), 0)
+	assert.Equal(t, ran.Add(time.Hour).UTC(), expiry, "a single run's labels expire an hour after it ran")
 	assert.Equal(t, float64(len(rep.Devices)), gauge("gpuinit_devices"))
 	assert.Equal(t, float64(rep.DriverVersion), gauge("gpuinit_driver_version"))
 	assert.InDelta(t, rep.InitMillis/1000, gauge("gpuinit_init_duration_seconds"), 1e-9)
