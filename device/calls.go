@@ -19,7 +19,7 @@ var ErrDeviceHung = fmt.Errorf("%w: a call into its driver hung", ErrDeviceLost)
 const DefaultCallDeadline = 60 * time.Second
 
 // callSlots is how many calls per device are watched at once; more run
-// unwatched, which the status counts.
+// unwatched, which Health reports per device (DeviceHealth.UnwatchedCalls).
 const callSlots = 64
 
 // callSlot is one watched call: state is odd while a call holds the slot,
@@ -97,8 +97,10 @@ type seen struct {
 }
 
 // monitor scans while calls are in flight and reports each device whose one
-// call has held its slot past the deadline through hung, once per call. It
-// sleeps, using no CPU, while nothing is in flight, and returns at Close.
+// call has held its slot past the deadline through hung, once per call. A
+// call it has reported is not looked at again (it may never return, and its
+// device refuses new calls): the monitor sleeps, using no CPU, while nothing
+// but reported calls is in flight, and returns at Close.
 func (w *callWatch) monitor(hung func(ordinal int, op string, took time.Duration)) {
 	defer close(w.done)
 	first := make([][callSlots]seen, len(w.devices))
@@ -128,7 +130,7 @@ func (w *callWatch) monitor(hung func(ordinal int, op string, took time.Duration
 			for i := range w.devices[d].slots {
 				s := &w.devices[d].slots[i]
 				v := s.state.Load()
-				if v%2 == 0 {
+				if v%2 == 0 || reported[d][i] == v {
 					continue
 				}
 				busy = true
@@ -147,12 +149,13 @@ func (w *callWatch) monitor(hung func(ordinal int, op string, took time.Duration
 			}
 		}
 		if !busy {
-			// Nothing in flight: sleep, unless a call began while this scan
-			// ran (it would have found active set and sent nothing).
+			// Nothing in flight but calls already reported: sleep, unless a
+			// call began while this scan ran (it would have found active set
+			// and sent nothing).
 			w.active.Store(false)
 			for d := range w.devices {
 				for i := range w.devices[d].slots {
-					if w.devices[d].slots[i].state.Load()%2 == 1 {
+					if v := w.devices[d].slots[i].state.Load(); v%2 == 1 && reported[d][i] != v {
 						w.active.Store(true)
 					}
 				}
@@ -256,8 +259,14 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 
 // Close stops what the Runtime runs in the background (the call monitor,
 // the driver's health watch) and waits for it, never for a driver call in
-// flight. The devices stay as they are; calls made after Close are no longer
-// watched. Close is safe to call more than once and from many goroutines.
+// flight: it returns within HealthStopGrace. A health watch still in a driver
+// call by then (an NVML wait or counters read that never returns, on a dead
+// GPU) is abandoned rather than waited for: its goroutine stays blocked in
+// the driver, HealthWatchAbandoned reports it, and every device's Health
+// says so; events it reports after Close are dropped. The devices stay as
+// they are; calls made after Close are no longer watched. Close is safe to
+// call more than once and from many goroutines; once a watch is abandoned,
+// later calls return at once.
 func (r *Runtime) Close() error {
 	r.closed.Store(true)
 	if w := r.calls.Load(); w != nil {

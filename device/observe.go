@@ -26,9 +26,11 @@ func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint
 // the host's available memory; a GPU that shares the host's memory (Jetson,
 // GB10) reports the host's MemAvailable. Where no source gives a true
 // figure the error wraps ErrNotSupported and says why: unknown, never a
-// wrong number. It is safe from many goroutines and, but for the first call
-// per device, allocates nothing. The backend's read runs under the call
-// deadline, as Do's function does.
+// wrong number. A lost device's read is refused with its LostDevice (which
+// wraps ErrDeviceLost), without a call into the driver. It is safe from many
+// goroutines and, but for the first call per device, allocates nothing. The
+// backend's read runs under the call deadline, as Do's function does; one
+// that panics releases its watch as it unwinds.
 // A nil ctx panics, naming Memory.
 func (r *Runtime) Memory(ctx context.Context, ordinal int) (driver.Memory, error) {
 	nilContext(ctx, "Memory")
@@ -54,13 +56,13 @@ func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error
 		free, total, err := mr.MemoryInfo(ordinal)
 		return driver.Memory{Free: free, Total: total}, err
 	}
-	w := r.calls.Load()
-	var s *callSlot
-	if w != nil {
-		s = w.begin(ordinal, &opMemoryInfo)
-	}
-	m, err := read()
-	w.end(s)
+	// As Do's function: refused on a lost device, and the slot released
+	// however the read ends, a panic included.
+	var m driver.Memory
+	err := r.watched(ordinal, &opMemoryInfo, func() (err error) {
+		m, err = read()
+		return err
+	})
 	return m, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
@@ -35,17 +36,30 @@ type DeviceHealth struct {
 	// Hint is advice the counters call for, such as persistence mode
 	// being off; "" when none.
 	Hint string
+	// UnwatchedCalls counts the calls into the device's driver that ran
+	// without the call deadline's watch, because as many calls as it
+	// watches at once (64) were already in flight on the device.
+	UnwatchedCalls int64
 }
 
 // persistenceHint is the advice for a GPU without persistence mode.
 const persistenceHint = "persistence mode is off: the driver tears the GPU down when no process holds it, so each process's init pays 1-3 s per GPU again (ECC scrubbing; NVIDIA's driver persistence docs): run nvidia-persistenced, or nvidia-smi -pm 1"
 
+// HealthStopGrace bounds how long Close waits for the backend's health watch
+// to return once told to stop: the cuda watch's NVML wait returns within a
+// second (the driver.HealthWatcher contract asks for a few), and this leaves
+// a second's margin. A watch still in the driver past it (a wait or a
+// counters read that never returns, on a dead GPU) is abandoned, not waited
+// for: see Close.
+const HealthStopGrace = 2 * time.Second
+
 // healthWatch is a Runtime's run of its backend's health watch.
 type healthWatch struct {
-	mu      sync.Mutex // protects following fields
-	devices []DeviceHealth
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the watch has returned
+	mu        sync.Mutex // protects following fields
+	devices   []DeviceHealth
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the watch has returned
+	abandoned bool          // Close gave up waiting for done: the goroutine is stuck in the driver
 
 	published atomic.Pointer[[]DeviceHealth] // a copy, for Health
 }
@@ -59,8 +73,12 @@ func (r *Runtime) Health() []DeviceHealth {
 		return nil
 	}
 	out := slices.Clone(*p)
+	w := r.calls.Load()
 	for i := range out {
 		out[i].Counted = maps.Clone(out[i].Counted)
+		if w != nil && i < len(w.devices) {
+			out[i].UnwatchedCalls = w.devices[i].unwatched.Load()
+		}
 	}
 	return out
 }
@@ -87,10 +105,19 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 	}
 	h.publish()
 	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.done = cancel, make(chan struct{})
+	done := make(chan struct{})
+	h.cancel, h.done = cancel, done
+	// Events the watch reports once told to stop are dropped: Close may
+	// have abandoned it, and its record must not be overwritten by a call
+	// that returns later.
+	report := func(ev driver.HealthEvent) {
+		if ctx.Err() == nil {
+			r.onHealthEvent(ev)
+		}
+	}
 	go func() {
-		defer close(h.done)
-		err := hw.WatchHealth(ctx, r.onHealthEvent)
+		defer close(done)
+		err := hw.WatchHealth(ctx, report)
 		if err != nil && ctx.Err() == nil {
 			why := "unknown: " + err.Error()
 			if !errors.Is(err, ErrNotSupported) {
@@ -101,16 +128,53 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 	}()
 }
 
-// stopHealthWatch stops the health watch and waits for it.
+// stopHealthWatch stops the health watch and waits for it to return, for
+// HealthStopGrace at most: a watch stuck in the driver longer is abandoned,
+// which every device's health then says (Watched false, Why naming it). The
+// goroutine stays blocked in the driver call, which nothing can free; once
+// abandoned, later calls return at once.
 func (r *Runtime) stopHealthWatch() {
 	h := &r.health
 	h.mu.Lock()
-	cancel, done := h.cancel, h.done
+	cancel, done, abandoned := h.cancel, h.done, h.abandoned
 	h.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if cancel == nil || abandoned {
+		return
 	}
+	cancel()
+	t := time.NewTimer(HealthStopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-done: // returned meanwhile
+		return
+	default:
+	}
+	if h.abandoned {
+		return
+	}
+	h.abandoned = true
+	why := fmt.Sprintf("unknown: Close stopped the health watch, but its driver call had not returned %s later, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)", HealthStopGrace)
+	for i := range h.devices {
+		h.devices[i].Watched, h.devices[i].Why = false, why
+	}
+	h.publish()
+}
+
+// HealthWatchAbandoned reports whether Close gave up waiting for the
+// backend's health watch, which a driver call held past HealthStopGrace:
+// its goroutine is left blocked in the driver.
+func (r *Runtime) HealthWatchAbandoned() bool {
+	h := &r.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.abandoned
 }
 
 // onHealthEvent applies one event of the backend's health watch.

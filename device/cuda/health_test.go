@@ -36,7 +36,8 @@ func TestHealthWatch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			runChild(t, c.child, withEvents(t, "GPUINIT_FAKE_NVML_PERSISTENCE=0", "GPUINIT_FAKE_NVML_ECC_CORRECTED=5",
-				"GPUINIT_FAKE_NVML_REMAP_PENDING=1", "GPUINIT_FAKE_NVML_THROTTLE=72")...)
+				"GPUINIT_FAKE_NVML_REMAP_PENDING=1", "GPUINIT_FAKE_NVML_THROTTLE=72",
+				"GPUINIT_FAKE_NVML_RETIRED_SBE=2", "GPUINIT_FAKE_NVML_RETIRED_DBE=1", "GPUINIT_FAKE_NVML_RETIRED_PENDING=1")...)
 		})
 	}
 	t.Run("an idle watch blocks in NVML's wait, a second at a time", func(t *testing.T) {
@@ -161,6 +162,10 @@ func TestChildCounters(t *testing.T) {
 	require.NotNil(t, c.RowRemapsPending)
 	assert.True(t, *c.RowRemapsPending)
 	assert.Equal(t, []string{"hw-slowdown", "hw-thermal-slowdown"}, c.ThrottleReasons)
+	require.NotNil(t, c.RetiredPages)
+	assert.Equal(t, uint64(3), *c.RetiredPages, "pages retired for either cause")
+	require.NotNil(t, c.RetiredPagesPending)
+	assert.True(t, *c.RetiredPagesPending)
 	assert.Empty(t, r.Lost(), "counters lose nothing")
 }
 

@@ -46,6 +46,8 @@ var nvmlSymbols = []dynload.Symbol{
 	{Name: "nvmlDeviceGetTotalEccErrors", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetTotalEccErrors)},
 	{Name: "nvmlDeviceGetRemappedRows", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetRemappedRows)},
 	{Name: "nvmlDeviceGetCurrentClocksEventReasons", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons)},
+	{Name: "nvmlDeviceGetRetiredPages_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetRetiredPages_v2)},
+	{Name: "nvmlDeviceGetRetiredPagesPendingStatus", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus)},
 	{Name: "nvmlDeviceIsMigDeviceHandle", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceIsMigDeviceHandle)},
 	{Name: "nvmlDeviceGetGpuInstanceId", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetGpuInstanceId)},
 	{Name: "nvmlDeviceGetComputeInstanceId", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetComputeInstanceId)},

@@ -31,7 +31,8 @@ const (
 	nvmlTimeout      = 10
 	// waitMillis bounds one nvmlEventSetWait_v2: the watch blocks in it,
 	// using no CPU, and looks at its context between two (so a Runtime's
-	// Close waits for it no longer than this).
+	// Close waits for it no longer than this, unless NVML hangs, when Close
+	// abandons it after device.HealthStopGrace).
 	waitMillis = 1000
 	// countersEvery is how often the counters are read again.
 	countersEvery = 30 * time.Second
@@ -42,14 +43,19 @@ const (
 // catalog (device/internal/xid: one that needs a reset, a reboot or service
 // loses the device, an application's error is counted); a double-bit ECC
 // error loses the device and a single-bit one is counted. Each device's
-// counters (ECC mode and counts, row remapping, persistence mode, clock
-// throttle reasons) are read at the start and every 30 s. Devices are matched
+// counters (ECC mode and counts, row remapping, retired pages and whether a
+// retirement is pending, persistence mode, clock throttle reasons) are read
+// at the start and every 30 s. Devices are matched
 // to events by their NVML handle, looked up by UUID, never by index. A device
 // that cannot register for events (Jetson, some vGPU) is reported unwatched:
 // its health is unknown. Where NVML cannot be loaded or has no event API the
 // watch returns an error wrapping driver.ErrNotSupported at once. An NVML
 // error while waiting is reported and the watch starts again after a backoff
-// of 1 s, doubling to 30 s; it loses no device.
+// of 1 s, doubling to 30 s while it fails again before a wait succeeds, and
+// back to 1 s once one has; it loses no device. Each NVML call is made on
+// the calling goroutine and may block in the driver: a wait returns within a
+// second, but on a dead GPU any call may never return, and then neither does
+// WatchHealth (the Runtime's Close abandons it after device.HealthStopGrace).
 func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	handles, err := loadNVML()
 	if err != nil {
@@ -60,12 +66,15 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	}
 	backoff := time.Second
 	for {
-		err := watchOnce(ctx, handles, report)
+		waited, err := watchOnce(ctx, handles, report)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, driver.ErrNotSupported) {
 			return err
+		}
+		if waited { // it watched again: this failure is a new one
+			backoff = time.Second
 		}
 		report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatchError, At: time.Now(),
 			Message: fmt.Sprintf("%v; watching again in %s", err, backoff)})
@@ -81,11 +90,12 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 }
 
 // watchOnce registers every device in a new event set and waits on it until
-// ctx ends (nil) or NVML fails (its error).
-func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.HealthEvent)) error {
+// ctx ends (nil) or NVML fails (its error); waited reports that some wait
+// succeeded (an event, or its timeout) before.
+func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.HealthEvent)) (waited bool, err error) {
 	var set C.nvmlEventSet_t
 	if err := nvmlCheck("nvmlEventSetCreate", C.gpuinit_nvmlEventSetCreate(&set)); err != nil {
-		return err
+		return false, err
 	}
 	defer C.gpuinit_nvmlEventSetFree(set)
 	byHandle := map[C.nvmlDevice_t]int{}
@@ -111,7 +121,7 @@ func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.Heal
 		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
 	}
 	if len(byHandle) == 0 {
-		return fmt.Errorf("%w: cuda: no device could register for NVML's events: %w", driver.ErrNotSupported, unwatched)
+		return false, fmt.Errorf("%w: cuda: no device could register for NVML's events: %w", driver.ErrNotSupported, unwatched)
 	}
 	readCounters(byHandle, report)
 	lastRead := time.Now()
@@ -124,14 +134,15 @@ func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.Heal
 			}
 		case nvmlTimeout:
 		default:
-			return nvmlCheck("nvmlEventSetWait_v2", e.r)
+			return waited, nvmlCheck("nvmlEventSetWait_v2", e.r)
 		}
+		waited = true
 		if time.Since(lastRead) >= countersEvery {
 			readCounters(byHandle, report)
 			lastRead = time.Now()
 		}
 	}
-	return nil
+	return waited, nil
 }
 
 // eventOf is what an NVML event means for device ordinal.
@@ -175,6 +186,14 @@ func readCounters(byHandle map[C.nvmlDevice_t]int, report func(driver.HealthEven
 		}
 		if c.throttle_r == 0 {
 			hc.ThrottleReasons = throttleReasons(uint64(c.throttle))
+		}
+		if c.retired_r == 0 {
+			n := uint64(c.retired)
+			hc.RetiredPages = &n
+		}
+		if c.retired_pending_r == 0 {
+			pending := c.retired_pending == 1
+			hc.RetiredPagesPending = &pending
 		}
 		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, Counters: hc, At: time.Now()})
 	}

@@ -52,11 +52,29 @@ static struct gpuinit_nvml_event gpuinit_nvmlWait(nvmlEventSet_t set, unsigned i
 // gpuinit_nvml_counters is what a health watch reads of one device; each
 // *_r is that read's nvmlReturn_t.
 struct gpuinit_nvml_counters {
-	nvmlReturn_t persistence_r, ecc_r, corrected_r, uncorrected_r, remap_r, throttle_r;
-	int persistence, ecc;
-	unsigned long long corrected, uncorrected, throttle;
+	nvmlReturn_t persistence_r, ecc_r, corrected_r, uncorrected_r, remap_r, throttle_r, retired_r, retired_pending_r;
+	int persistence, ecc, retired_pending;
+	unsigned long long corrected, uncorrected, throttle, retired;
 	unsigned int remap_pending, remap_failed;
 };
+
+// gpuinit_nvmlRetired counts the pages retired for either cause (multiple
+// single-bit, double-bit ECC errors), pending ones included. It asks for
+// none of their addresses: a buffer of 0 entries is answered with the count
+// and NVML_ERROR_INSUFFICIENT_SIZE (7) where there are any. GPUs with row
+// remapping (Ampere on) answer NVML_ERROR_NOT_SUPPORTED.
+static nvmlReturn_t gpuinit_nvmlRetired(nvmlDevice_t d, unsigned long long *total) {
+	unsigned long long addr = 0, ts = 0;
+	*total = 0;
+	if (!gpuinit_nvml.nvmlDeviceGetRetiredPages_v2) return GPUINIT_NVML_MISSING;
+	for (int cause = 0; cause < 2; cause++) {
+		unsigned int n = 0;
+		nvmlReturn_t r = gpuinit_nvml.nvmlDeviceGetRetiredPages_v2(d, cause, &n, &addr, &ts);
+		if (r != 0 && r != 7) return r;
+		*total += n;
+	}
+	return 0;
+}
 
 static struct gpuinit_nvml_counters gpuinit_nvmlCounters(nvmlDevice_t d) {
 	struct gpuinit_nvml_counters c;
@@ -69,6 +87,8 @@ static struct gpuinit_nvml_counters gpuinit_nvmlCounters(nvmlDevice_t d) {
 	c.uncorrected_r = gpuinit_nvml.nvmlDeviceGetTotalEccErrors ? gpuinit_nvml.nvmlDeviceGetTotalEccErrors(d, 1, 0, &c.uncorrected) : GPUINIT_NVML_MISSING;
 	c.remap_r = gpuinit_nvml.nvmlDeviceGetRemappedRows ? gpuinit_nvml.nvmlDeviceGetRemappedRows(d, &corr, &unc, &c.remap_pending, &c.remap_failed) : GPUINIT_NVML_MISSING;
 	c.throttle_r = gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons ? gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons(d, &c.throttle) : GPUINIT_NVML_MISSING;
+	c.retired_r = gpuinit_nvmlRetired(d, &c.retired);
+	c.retired_pending_r = gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus ? gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus(d, &c.retired_pending) : GPUINIT_NVML_MISSING;
 	return c;
 }
 

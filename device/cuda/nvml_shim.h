@@ -34,6 +34,8 @@ struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long *);
 	nvmlReturn_t (*nvmlDeviceGetRemappedRows)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
 	nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long *);
+	nvmlReturn_t (*nvmlDeviceGetRetiredPages_v2)(nvmlDevice_t, int, unsigned int *, unsigned long long *, unsigned long long *);
+	nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, int *);
 	// MIG and identity, optional: nvml_mig.h.
 	nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*nvmlDeviceGetGpuInstanceId)(nvmlDevice_t, unsigned int *);

@@ -17,7 +17,9 @@ type HealthWatcher interface {
 	// event and the watch is retried with backoff: it never loses a
 	// device. It is called once per Runtime, after Init succeeded; it must
 	// use no CPU between events (a blocking wait, or a period of seconds),
-	// and must return within a few seconds of ctx's end.
+	// and must return within a few seconds of ctx's end: a Runtime's Close
+	// waits two (device.HealthStopGrace), then abandons a watch still in a
+	// driver call, and ignores what it reports from ctx's end on.
 	WatchHealth(ctx context.Context, report func(HealthEvent)) error
 }
 
@@ -66,8 +68,8 @@ type HealthCounters struct {
 	ECCUncorrected      *uint64  `json:"ecc_uncorrected,omitempty"` // volatile
 	RowRemapsPending    *bool    `json:"row_remaps_pending,omitempty"`
 	RowRemapFailed      *bool    `json:"row_remap_failed,omitempty"`
-	RetiredPages        *uint64  `json:"retired_pages,omitempty"`
-	RetiredPagesPending *bool    `json:"retired_pages_pending,omitempty"`
+	RetiredPages        *uint64  `json:"retired_pages,omitempty"`         // retired for ECC errors, pending ones included; GPUs before Ampere (later ones remap rows)
+	RetiredPagesPending *bool    `json:"retired_pages_pending,omitempty"` // a retirement waits for the driver's reload
 	Persistence         *bool    `json:"persistence_mode,omitempty"`
 	ThrottleReasons     []string `json:"throttle_reasons,omitempty"`
 }

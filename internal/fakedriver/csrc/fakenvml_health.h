@@ -4,14 +4,30 @@
 //
 //   GPUINIT_FAKE_NVML_EVENTS      a file of events, one per line, read as the
 //                                 test appends to it: "xid <uuid> <code>",
-//                                 "ecc-single <uuid>", "ecc-double <uuid>", or
-//                                 "error <nvmlReturn_t>" (the next wait fails so)
+//                                 "ecc-single <uuid>", "ecc-double <uuid>",
+//                                 "error <nvmlReturn_t>" (the next wait fails so), or
+//                                 "hang" (the next wait never returns, as on a dead
+//                                 GPU; it logs "nvmlEventSetWait_v2 hang" first)
 //   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
 //   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
 //   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
 //   GPUINIT_FAKE_NVML_REMAP_PENDING, _REMAP_FAILED     row remapping state, 0 or 1 (default 0)
 //   GPUINIT_FAKE_NVML_THROTTLE    the clock event reasons bit mask (default 0)
+//   GPUINIT_FAKE_NVML_RETIRED_SBE, _RETIRED_DBE  pages retired for multiple single-bit
+//                                 and for double-bit ECC errors (default 0)
+//   GPUINIT_FAKE_NVML_RETIRED_PENDING  a page retirement is pending, 0 or 1 (default 0)
+//   GPUINIT_FAKE_NVML_COUNTERS_HANG  if set, the counters read never returns (its
+//                                 first call, nvmlDeviceGetPersistenceMode, logs
+//                                 "nvmlDeviceGetPersistenceMode hang" and blocks)
 #include <time.h>
+
+// hang never returns, using no CPU: a driver call on a GPU that is gone.
+static void hang(void) {
+	for (;;) {
+		struct timespec s = {1, 0};
+		nanosleep(&s, NULL);
+	}
+}
 
 typedef struct fake_event_set *nvmlEventSet_t;
 typedef struct {
@@ -90,7 +106,12 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 		char line[256], kind[32], uuid[96];
 		unsigned long long code = 0;
 		while (next_event(line, sizeof line)) {
-			if (sscanf(line, "%31s %95s %llu", kind, uuid, &code) < 2) continue;
+			uuid[0] = 0;
+			if (sscanf(line, "%31s %95s %llu", kind, uuid, &code) < 1) continue;
+			if (strcmp(kind, "hang") == 0) {
+				logcall("nvmlEventSetWait_v2 hang");
+				hang();
+			}
 			if (strcmp(kind, "error") == 0) {
 				logcall("nvmlEventSetWait_v2 error %s", uuid);
 				return atoi(uuid);
@@ -120,6 +141,10 @@ typedef int nvmlEnableState_t;
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mode) {
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !mode) return 2;
+	if (getenv("GPUINIT_FAKE_NVML_COUNTERS_HANG")) {
+		logcall("nvmlDeviceGetPersistenceMode hang");
+		hang();
+	}
 	*mode = envint("GPUINIT_FAKE_NVML_PERSISTENCE", 1);
 	return 0;
 }
@@ -152,5 +177,30 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned lon
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !reasons) return 2;
 	*reasons = (unsigned long long)envint("GPUINIT_FAKE_NVML_THROTTLE", 0);
+	return 0;
+}
+
+// cause 0: multiple single-bit ECC errors; 1: a double-bit ECC error. As
+// NVML's: *pageCount is the buffer's size in, the pages' count out, and too
+// small a buffer is NVML_ERROR_INSUFFICIENT_SIZE.
+nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t d, int cause, unsigned int *pageCount, unsigned long long *addresses,
+                                          unsigned long long *timestamps) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !pageCount || !addresses || cause < 0 || cause > 1) return 2;
+	unsigned int n = (unsigned int)envint(cause == 0 ? "GPUINIT_FAKE_NVML_RETIRED_SBE" : "GPUINIT_FAKE_NVML_RETIRED_DBE", 0);
+	unsigned int room = *pageCount;
+	*pageCount = n;
+	if (room < n) return 7; // NVML_ERROR_INSUFFICIENT_SIZE
+	for (unsigned int i = 0; i < n; i++) {
+		addresses[i] = 0x1000ULL * (i + 1);
+		if (timestamps) timestamps[i] = 1700000000ULL;
+	}
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, nvmlEnableState_t *pending) {
+	if (!initialized) return 1;
+	if (device_index(d) < 0 || !pending) return 2;
+	*pending = envint("GPUINIT_FAKE_NVML_RETIRED_PENDING", 0);
 	return 0;
 }

@@ -1,0 +1,196 @@
+package device_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stuckWatch is a sim whose health watch, once it has reported both devices
+// watched, stays in a "driver call" that ignores its context until release
+// is closed (an NVML wait on a dead GPU), then reports device 0 watched
+// again.
+type stuckWatch struct {
+	*sim.Backend
+	release chan struct{}
+}
+
+func (b *stuckWatch) WatchHealth(_ context.Context, report func(driver.HealthEvent)) error {
+	for ordinal := range 2 {
+		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching})
+	}
+	<-b.release
+	report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching})
+	return nil
+}
+
+// TestCloseAbandonsAHealthWatchStuckInTheDriver: Close returns within
+// HealthStopGrace though the watch never returns, says the watch was
+// abandoned, and drops what the watch reports once it does return.
+func TestCloseAbandonsAHealthWatchStuckInTheDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &stuckWatch{Backend: sim.New(), release: make(chan struct{})}
+		rt := device.New(b)
+		require.NoError(t, rt.Init(context.Background()))
+		synctest.Wait()
+		require.True(t, rt.Health()[1].Watched)
+
+		start := time.Now()
+		require.NoError(t, rt.Close())
+		assert.Equal(t, device.HealthStopGrace, time.Since(start), "Close waits the grace, on the bubble's clock, and no longer")
+		assert.True(t, rt.HealthWatchAbandoned())
+		for _, h := range rt.Health() {
+			assert.False(t, h.Watched)
+			assert.Contains(t, h.Why, "abandoned")
+		}
+		start = time.Now()
+		require.NoError(t, rt.Close())
+		assert.Zero(t, time.Since(start), "a second Close does not wait again")
+
+		close(b.release) // the driver call returns at last
+		synctest.Wait()
+		assert.False(t, rt.Health()[0].Watched, "a late event is dropped")
+	})
+}
+
+// TestCloseWaitsForAHealthWatchThatStops: a watch that returns at its
+// context's end is waited for, not abandoned.
+func TestCloseWaitsForAHealthWatchThatStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := device.New(sim.New())
+		require.NoError(t, rt.Init(context.Background()))
+		synctest.Wait()
+		start := time.Now()
+		require.NoError(t, rt.Close())
+		assert.Zero(t, time.Since(start))
+		assert.False(t, rt.HealthWatchAbandoned())
+	})
+}
+
+// panickingMemory is a sim whose memory reads panic, and counts them.
+type panickingMemory struct {
+	*sim.Backend
+	mu    sync.Mutex
+	reads int
+}
+
+func (b *panickingMemory) ReadMemory(int) (driver.Memory, error) {
+	b.mu.Lock()
+	b.reads++
+	b.mu.Unlock()
+	panic("the driver's memory read panicked")
+}
+
+func (b *panickingMemory) MemoryInfo(o int) (free, total uint64, err error) {
+	_, err = b.ReadMemory(o)
+	return 0, 0, err
+}
+
+// TestAPanickingMemoryReadDoesNotLaterLoseTheDeviceAsHung: the read's slot
+// is released as the panic unwinds, so the monitor sees no call past its
+// deadline.
+func TestAPanickingMemoryReadDoesNotLaterLoseTheDeviceAsHung(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(&panickingMemory{Backend: sim.New()})
+		defer rt.Close()
+		rt.SetCallDeadline(100 * time.Millisecond)
+		require.NoError(t, rt.Init(ctx))
+		assert.PanicsWithValue(t, "the driver's memory read panicked", func() { _, _, _ = rt.MemoryInfo(ctx, 0) })
+		time.Sleep(time.Second) // ten deadlines, on the bubble's clock
+		assert.False(t, rt.AnyLost(), "lost: %v", rt.Lost())
+		assert.NoError(t, rt.CheckDevice(0))
+	})
+}
+
+// TestMemoryOfALostDeviceIsRefusedWithoutADriverCall: as Do and the
+// generators are.
+func TestMemoryOfALostDeviceIsRefusedWithoutADriverCall(t *testing.T) {
+	ctx := context.Background()
+	b := &panickingMemory{Backend: sim.New()}
+	rt := device.New(b)
+	defer rt.Close()
+	require.NoError(t, rt.Init(ctx))
+	sticky := &device.DriverError{Backend: "sim", Op: "cuLaunchKernel", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Sticky: true}
+	require.ErrorIs(t, rt.ReportError(1, sticky), device.ErrDeviceLost)
+	_, _, err := rt.MemoryInfo(ctx, 1)
+	assert.ErrorIs(t, err, device.ErrDeviceLost)
+	_, err = rt.Memory(ctx, 1)
+	assert.ErrorIs(t, err, device.ErrDeviceLost)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Zero(t, b.reads, "the driver was called for a lost device")
+}
+
+// TestCallsPastTheWatchedOnesAreCountedInHealth: with every slot of device
+// 0 taken, one more call runs unwatched, and Health counts it.
+func TestCallsPastTheWatchedOnesAreCountedInHealth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		require.NoError(t, rt.Init(ctx))
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		const watched = 64 // the slots per device
+		for range watched {
+			wg.Go(func() { assert.NoError(t, rt.Do(ctx, 0, func() error { <-release; return nil })) })
+		}
+		synctest.Wait() // every call holds its slot
+		assert.Zero(t, rt.Health()[0].UnwatchedCalls)
+		require.NoError(t, rt.Do(ctx, 0, func() error { return nil }))
+		require.NoError(t, rt.Do(ctx, 1, func() error { return nil }))
+		h := rt.Health()
+		assert.Equal(t, int64(1), h[0].UnwatchedCalls)
+		assert.Zero(t, h[1].UnwatchedCalls)
+		close(release)
+		wg.Wait()
+		assert.False(t, rt.AnyLost())
+	})
+}
+
+// TestAHungCallLeavesTheMonitorAsleep: once the one call in flight is
+// reported hung, the monitor stops scanning, using no CPU for the rest of
+// the process; a new call on another device wakes it, and is watched.
+func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		rt.SetCallDeadline(100 * time.Millisecond)
+		require.NoError(t, rt.Init(ctx))
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(release)
+		hang := func(ordinal int) {
+			wg.Go(func() { _ = rt.Do(ctx, ordinal, func() error { <-release; return nil }) })
+		}
+		hang(0)
+		for !rt.AnyLost() {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.False(t, device.CallMonitorScanning(rt), "the monitor scans on for a call it has reported hung")
+
+		hang(1)
+		synctest.Wait()
+		assert.True(t, device.CallMonitorScanning(rt), "a new call wakes the monitor")
+		for rt.LostCount() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		assert.ErrorIs(t, rt.CheckDevice(1), device.ErrDeviceHung)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.False(t, device.CallMonitorScanning(rt))
+	})
+}

@@ -1,0 +1,56 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShutdownWithNVMLHung: with the health watch stuck in an NVML wait
+// that never returns (a dead GPU), SIGTERM still ends the server, within
+// device.HealthStopGrace (after which Close abandons the watch) plus a
+// second. (Before, shutdown waited on the watch for ever.)
+func TestShutdownWithNVMLHung(t *testing.T) {
+	nvmlLog := fakedriver.NewCallLog(t)
+	env, _, events := fakeGPUHost(t, "GPUINIT_FAKE_NVML_LOG="+string(nvmlLog))
+	url, cmd := startServer(t, env, "-backend", "cuda", "-shutdown-grace", "1s")
+	first := drawOn(t, context.Background(), url+"/v1/draw?device=0&n=4")
+	require.Equal(t, http.StatusOK, first.code, first.body)
+	require.Eventually(t, func() bool {
+		st := status(t, url)
+		return len(st.Devices) == 2 && st.Devices[0].Health != nil && st.Devices[0].Health.Watched
+	}, 10*time.Second, 5*time.Millisecond, "the devices are watched")
+	f, err := os.OpenFile(events, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("hang\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.Eventually(t, func() bool { return len(nvmlLog.Lines(t, "nvmlEventSetWait_v2 hang")) == 1 },
+		10*time.Second, time.Millisecond, "the watch is stuck in NVML's wait")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	signalled := time.Now()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	bound := device.HealthStopGrace + time.Second
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "the server's exit")
+	case <-time.After(bound + 5*time.Second):
+		_ = cmd.Process.Kill()
+		<-exited // before the cleanup's Wait
+		t.Fatal("SIGTERM did not stop the server: its shutdown waits for the NVML call")
+	}
+	took := time.Since(signalled)
+	require.Less(t, took, bound, "SIGTERM to exit with NVML hung")
+	t.Logf("SIGTERM to exit with NVML hung: %v", took)
+}
