@@ -55,12 +55,15 @@ type DeviceHealth struct {
 	WatchError  string                 `json:"watch_error,omitempty"`
 	WatchErrors int64                  `json:"watch_errors,omitempty"`
 	Hint        string                 `json:"hint,omitempty"` // advice the counters call for (persistence mode off)
+	// UnwatchedCalls counts calls that ran past the call watch's slots,
+	// without a deadline (device.DeviceHealth.UnwatchedCalls).
+	UnwatchedCalls int64 `json:"unwatched_calls,omitempty"`
 }
 
 // DeviceHealthOf is h as JSON.
 func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
 	return &DeviceHealth{Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
-		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint}
+		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint, UnwatchedCalls: h.UnwatchedCalls}
 }
 
 // DeviceOf is d as JSON, without free memory.

@@ -38,3 +38,10 @@ func TestErrorOfReportsAutosLeadWhole(t *testing.T) {
 		})
 	}
 }
+
+func TestDeviceHealthOfCarriesEveryField(t *testing.T) {
+	h := device.DeviceHealth{Watched: true, Why: "why", Counted: map[string]int64{"xid 13": 1}, WatchError: "e",
+		WatchErrors: 2, Hint: "hint", UnwatchedCalls: 3}
+	assert.Equal(t, &health.DeviceHealth{Watched: true, Why: "why", Counted: map[string]int64{"xid 13": 1}, WatchError: "e",
+		WatchErrors: 2, Hint: "hint", UnwatchedCalls: 3}, health.DeviceHealthOf(h))
+}
