@@ -33,6 +33,7 @@ func TestPreflightOverTheFakeRuntime(t *testing.T) {
 		{"a hipInit that crashes", []string{"GPUINIT_FAKE_HIP_INIT_CRASH=1"}, "crash"},
 		{"no device for the first two inits, with /dev/kfd there, then two", []string{"GPUINIT_FAKE_HIP_INIT=100",
 			"GPUINIT_FAKE_HIP_INIT_FAIL_TIMES=2", "GPUINIT_FAKE_HIP_INIT_FAIL_FILE=" + filepath.Join(t.TempDir(), "inits")}, "recovers"},
+		{"a hipInit slow by 200 ms, within the deadline", []string{"GPUINIT_FAKE_HIP_INIT_DELAY_MS=200"}, "slow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, log := fakeHost(t, fakedriver.HIP, append(tc.env, "GPUINIT_FAKE_LOG_PID=1", "WANT="+tc.want)...)
@@ -48,6 +49,9 @@ func TestPreflightOverTheFakeRuntime(t *testing.T) {
 			case "recovers":
 				assert.Len(t, inits, 4, "three children, then the server process once")
 				assert.Len(t, pids, 4, "each in a process of its own")
+			case "slow":
+				assert.Len(t, inits, 2, "one child, then the server process once")
+				assert.Len(t, pids, 2, "each in a process of its own")
 			}
 		})
 	}
@@ -78,5 +82,11 @@ func TestChildPreflight(t *testing.T) {
 		require.NoError(t, err, "hipInit's 100 with /dev/kfd present is not-yet, and retried")
 		assert.Equal(t, 3, r.BringUp().Attempts)
 		assert.Equal(t, device.NotYet, r.BringUp().LastClass)
+	case "slow":
+		require.NoError(t, err, "slow is not hung: the child answered within its deadline")
+		b := r.BringUp()
+		assert.Equal(t, 1, b.Attempts)
+		assert.Nil(t, b.LastErr)
+		assert.Equal(t, device.PhaseDone, b.Phase)
 	}
 }
