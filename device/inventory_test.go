@@ -111,3 +111,33 @@ func TestDeviceMapReadsTheVariablesTheRegistrationNames(t *testing.T) {
 		assert.Equal(t, tc.selected, m.Devices[0].Selected, "visibility %d", tc.visibility)
 	}
 }
+
+// migHost is a GPU backend whose two devices are MIG instances of one GPU,
+// as CUDA from R570 enumerates them: one PCI bus id (their GPU's), two UUIDs.
+type migHost struct{ fakeGPU }
+
+func (m migHost) Device(ordinal int) (driver.Info, error) {
+	info, err := m.fakeGPU.Device(ordinal)
+	info.UUID = []string{"MIG-1111", "MIG-2222"}[ordinal]
+	info.PCIBusID = "0000:3b:00.0"
+	info.MIG = &driver.MIG{ParentUUID: "GPU-aaaa", ParentPCIBusID: "0000:3b:00.0", GPUInstance: 1 + ordinal, Profile: "1g.10gb"}
+	return info, err
+}
+
+// TestInventoryKeepsMIGInstancesApartByUUID: two MIG instances on one bus id
+// are two devices; the same instance seen by a second Runtime is listed once.
+func TestInventoryKeepsMIGInstancesApartByUUID(t *testing.T) {
+	var g device.Registry
+	for _, name := range []string{"cuda", "cuda-again"} {
+		g.Register(driver.Registration{Name: name, GPU: true,
+			Open: func() (driver.Backend, error) { return migHost{fakeGPU{sim.New(), name}}, nil }})
+	}
+	devices, skipped, err := device.Inventory(context.Background(), openIn(t, &g, "cuda"), openIn(t, &g, "cuda-again"))
+	require.NoError(t, err)
+	assert.Empty(t, skipped)
+	var got []string
+	for _, d := range devices {
+		got = append(got, d.Backend+" "+d.UUID+" "+d.PCIBusID)
+	}
+	assert.Equal(t, []string{"cuda MIG-1111 0000:3b:00.0", "cuda MIG-2222 0000:3b:00.0"}, got)
+}

@@ -24,10 +24,14 @@ import (
 var benchLoaded bool
 
 // loadFakes points the backend at the fake libcuda, NVML and libcurand, and
-// initializes.
+// initializes. The fake host has one device of each memory source: 0 is a
+// whole H200 (NVML), 1 and 2 are MIG instances of an A100 (NVML, through the
+// instance's own handle), 3 is a GB10-like integrated GPU (/proc/meminfo).
 func loadFakes(b *testing.B) {
 	b.Helper()
 	if !benchLoaded {
+		os.Setenv("GPUINIT_FAKE_CUDA_MIG", "1,2")
+		os.Setenv("GPUINIT_FAKE_CUDA_DEVICES", "4")
 		os.Setenv(EnvLibrary, fakedriver.Build(b, fakedriver.CUDA))
 		os.Setenv(EnvNVMLLibrary, fakedriver.Build(b, fakedriver.NVML))
 		os.Setenv(EnvCurandLibrary, fakedriver.Build(b, fakedriver.CURAND))
@@ -110,47 +114,48 @@ func BenchmarkInit(b *testing.B) {
 	})
 }
 
-// BenchmarkMemoryInfo compares the NVML call alone with MemoryInfo.
+// BenchmarkMemoryInfo compares MemoryInfo with the read it makes, alone, side
+// by side in one run, for each source: NVML for a whole GPU and for a MIG
+// instance (through its MIG device handle), /proc/meminfo for an integrated
+// GPU.
+//
+//	go test -run '^$' -bench 'MemoryInfo' -benchmem -count 3 ./device/cuda/
 func BenchmarkMemoryInfo(b *testing.B) {
 	loadFakes(b)
 	handles, err := loadNVML()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("nvml-call", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := nvmlMemory(handles, 0); err != nil {
-				b.Fatal(err)
-			}
+	for _, c := range []struct {
+		read, memoryInfo string // the sub-benchmarks' names
+		ordinal          int
+		mig, integrated  bool
+		call             func() error
+	}{
+		{"nvml-call", "MemoryInfo", 0, false, false, func() error { _, _, err := nvmlMemory(handles, 0); return err }},
+		{"nvml-call-MIG", "MemoryInfo-MIG", 1, true, false, func() error { _, _, err := nvmlMemory(handles, 1); return err }},
+		{"meminfo-read", "MemoryInfo-integrated", 3, false, true, func() error { _, _, err := hostmem.Read(); return err }},
+	} {
+		if info, err := describe(c.ordinal); err != nil || (info.MIG != nil) != c.mig || info.Integrated != c.integrated {
+			b.Fatalf("device %d is not the fake's %s device: %+v, %v", c.ordinal, c.memoryInfo, info, err)
 		}
-	})
-	b.Run("MemoryInfo", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := process.MemoryInfo(0); err != nil {
-				b.Fatal(err)
+		b.Run(c.read, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.call(); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	// Device 1 of the fake is integrated: its figures are the host's
-	// /proc/meminfo, read side by side with the read alone.
-	b.Run("meminfo-read", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := hostmem.Read(); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.memoryInfo, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := process.MemoryInfo(c.ordinal); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("MemoryInfo-integrated", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := process.MemoryInfo(1); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkDo measures Do with an empty fn, from every P at once: finding the

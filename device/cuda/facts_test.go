@@ -66,6 +66,25 @@ func TestMemoryInfo(t *testing.T) {
 			runChild(t, "TestChildMIGFacts", withNVML(t, append(env, "GPUINIT_FAKE_CUDA_MIG="+slice, "SLICE="+slice))...)
 		})
 	}
+	nvmlLog := fakedriver.NewCallLog(t)
+	t.Run("R570 and later: a GPU in MIG mode is two devices, its instances, beside a whole GPU", func(t *testing.T) {
+		log.Reset(t)
+		nvmlLog.Reset(t)
+		runChild(t, "TestChildMIGInstancesAsDevices", withNVML(t, append(env, "GPUINIT_FAKE_CUDA_MIG=1,2", "GPUINIT_FAKE_NVML_LOG="+string(nvmlLog)))...)
+		assert.Empty(t, log.Lines(t, "cuDevicePrimaryCtxRetain"), "no context was created to read memory")
+		assert.Empty(t, log.Lines(t, "cuMemAlloc"), "no memory was allocated")
+		assert.Subset(t, nvmlLog.Lines(t, "nvmlDeviceGetMemoryInfo"), []string{
+			"nvmlDeviceGetMemoryInfo MIG-01234567-89ab-cdef-fedc-ba987654324a", "nvmlDeviceGetMemoryInfo MIG-01234567-89ab-cdef-fedc-ba987654324b"},
+			"each instance's memory through its own MIG device handle")
+		assert.Empty(t, nvmlLog.Lines(t, "nvmlDeviceGetMemoryInfo GPU-01234567"), "never the parent GPU's")
+	})
+	t.Run("a GB10-like device whose integrated attribute fails once: unknown, not NVML's figure, then the host's", func(t *testing.T) {
+		nvmlLog.Reset(t)
+		runChild(t, "TestChildMemoryIntegratedUnknown", withNVML(t, append(env, "GPUINIT_FAKE_CUDA_ATTR_FAIL=18", "GPUINIT_FAKE_CUDA_ATTR_FAIL_TIMES=1",
+			"GPUINIT_FAKE_NVML_TOTAL=137438953472", "GPUINIT_FAKE_NVML_LOG="+string(nvmlLog)))...)
+		assert.Equal(t, []string{"nvmlDeviceGetMemoryInfo GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e"}, nvmlLog.Lines(t, "nvmlDeviceGetMemoryInfo"),
+			"NVML asked only for the discrete device, once the attribute said it was one")
+	})
 }
 
 func TestChildMemoryThroughNVML(t *testing.T) {
@@ -152,6 +171,66 @@ func TestChildMIGFacts(t *testing.T) {
 	if !raceEnabled {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, 1) }), "a MIG slice's read allocates nothing")
 	}
+}
+
+func TestChildMIGInstancesAsDevices(t *testing.T) {
+	child(t)
+	r := device.New(process)
+	ctx := context.Background()
+	infos, err := r.Devices(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 3, "the whole H200 and the A100's two instances, never the A100 itself")
+	assert.Equal(t, "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", infos[0].UUID)
+	assert.Nil(t, infos[0].MIG)
+	for i, want := range []struct {
+		uuid string
+		gi   int
+		free uint64
+	}{{"MIG-01234567-89ab-cdef-fedc-ba987654324a", 7, 9663676416}, {"MIG-01234567-89ab-cdef-fedc-ba987654324b", 8, 8589934592}} {
+		ordinal := 1 + i
+		info := infos[ordinal]
+		assert.Equal(t, want.uuid, info.UUID)
+		assert.Equal(t, "0001:3b:02.0", info.PCIBusID, "its GPU's, which both instances share")
+		assert.Equal(t, &driver.MIG{ParentUUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", ParentPCIBusID: "0001:3b:02.0",
+			GPUInstance: want.gi, ComputeInstance: 0, Profile: "1g.10gb"}, info.MIG, "device %d", ordinal)
+		assert.Equal(t, 14, info.Multiprocessors)
+		assert.Equal(t, uint64(10737418240), info.TotalMemory)
+		m, err := r.Memory(ctx, ordinal)
+		require.NoError(t, err)
+		assert.Equal(t, driver.Memory{Free: want.free, Total: 10737418240, Source: driver.MemoryNVML}, m, "device %d: its own slice", ordinal)
+		if !raceEnabled {
+			assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, ordinal) }), "device %d", ordinal)
+		}
+	}
+	// A second Runtime over the same driver sees the same three: dedupe is by
+	// UUID for MIG instances, whose PCI bus id is their GPU's.
+	inventory, skipped, err := device.Inventory(ctx, r, device.New(process))
+	require.NoError(t, err)
+	assert.Empty(t, skipped)
+	var got []string
+	for _, d := range inventory {
+		got = append(got, d.Backend+" "+d.UUID)
+	}
+	assert.Equal(t, []string{"cuda GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e",
+		"cuda MIG-01234567-89ab-cdef-fedc-ba987654324a", "cuda MIG-01234567-89ab-cdef-fedc-ba987654324b"}, got,
+		"two instances on one bus id are two devices, each listed once")
+}
+
+func TestChildMemoryIntegratedUnknown(t *testing.T) {
+	child(t)
+	require.NoError(t, process.Init(context.Background()))
+	m, err := process.ReadMemory(1)
+	require.ErrorIs(t, err, driver.ErrNotSupported, "got %+v", m)
+	assert.ErrorContains(t, err, "cuDeviceGetAttribute(18)")
+	assert.ErrorContains(t, err, "NVML's figure for such a device is wrong")
+	assert.Equal(t, driver.Memory{}, m)
+	// The attribute reads again: the failure was not kept.
+	m, err = process.ReadMemory(1)
+	require.NoError(t, err)
+	assert.Equal(t, driver.Memory{Free: hostAvailable, Total: hostTotal, Source: driver.MemoryHost}, m)
+	m, err = process.ReadMemory(0)
+	require.NoError(t, err)
+	assert.Equal(t, driver.Memory{Free: 140000000000, Total: 137438953472, Source: driver.MemoryNVML}, m, "the discrete device's, NVML's total as the fake sets it")
 }
 
 func TestDoRestoresTheThreadsContext(t *testing.T) {

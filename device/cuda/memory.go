@@ -4,10 +4,10 @@ package cuda
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/hostmem"
-	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
 // MemoryInfo is ReadMemory's figures.
@@ -34,14 +34,23 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 //     recreates it, and the release right after destroys it again.
 //
 // Otherwise the error wraps driver.ErrNotSupported and says why: unknown, never
-// a wrong number. It is safe from many goroutines. Through NVML or meminfo it
-// allocates nothing after the first call per device; the driver path
-// allocates a few bytes per call.
+// a wrong number. That includes every device while the devices' integrated
+// attribute cannot be read, since NVML's figure is wrong for an integrated
+// one. It is safe from many goroutines. Through NVML or meminfo it allocates
+// nothing after the first call per device; the driver path allocates a few
+// bytes per call.
 func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
 		return driver.Memory{}, err
 	}
-	if integrated, err := integratedDevices(); err == nil && integrated[ordinal] {
+	integrated, err := integratedDevices()
+	if err != nil {
+		// Not knowing is not "discrete": on an integrated GPU (GB10) NVML
+		// would answer with the host's RAM as if it were free VRAM.
+		return driver.Memory{}, fmt.Errorf("%w: cuda: device %d's free memory is unknown: whether it shares the host's memory (integrated) could not be read, and NVML's figure for such a device is wrong: %w",
+			driver.ErrNotSupported, ordinal, err)
+	}
+	if integrated[ordinal] {
 		avail, total, err := hostmem.Read()
 		if err != nil {
 			return driver.Memory{}, fmt.Errorf("%w: cuda: device %d shares the host's memory, whose available figure is unknown: %w", driver.ErrNotSupported, ordinal, err)
@@ -71,9 +80,19 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	return driver.Memory{Free: free, Total: total, Source: driver.MemoryDriverContext}, nil
 }
 
+// integrated holds the devices' CU_DEVICE_ATTRIBUTE_INTEGRATED once all of
+// them have been read.
+var integrated atomic.Pointer[[]bool]
+
 // integratedDevices are the devices' CU_DEVICE_ATTRIBUTE_INTEGRATED, read at
-// the first memory read, once per process.
-var integratedDevices = once.Value(func() ([]bool, error) {
+// the first memory read and kept. A failed read is not kept, unlike
+// once.Value's: a device's memory is unknown while the attribute cannot be
+// read, not for the rest of the process. Callers that race on the first read
+// each read; the answers are the same.
+func integratedDevices() ([]bool, error) {
+	if p := integrated.Load(); p != nil {
+		return *p, nil
+	}
 	out := make([]bool, state.count.Load())
 	for i := range out {
 		dev, r := api.deviceGet(i)
@@ -86,5 +105,6 @@ var integratedDevices = once.Value(func() ([]bool, error) {
 		}
 		out[i] = v != 0
 	}
+	integrated.Store(&out)
 	return out, nil
-})
+}

@@ -40,10 +40,15 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 // allocated in Go after Init either. A discrete GPU's are its VRAM
 // (mem_info_vram_total, _used; driver.MemoryAMDVRAM). An APU (a KFD node with
 // both CPU cores and SIMDs) computes in GTT, the host memory the driver maps
-// for it (mem_info_gtt_*; its VRAM is a small carve-out): its free figure is
-// GTT's, unless the host has less available (/proc/meminfo's MemAvailable),
-// which then binds and is the source (driver.MemoryHost). Where sysfs has no
-// counters for it, the error wraps driver.ErrNotSupported: unknown.
+// for it (mem_info_gtt_*; its VRAM is a small carve-out): its figures are
+// GTT's (driver.MemoryAMDGTT), unless the host has less available
+// (/proc/meminfo's MemAvailable) than GTT has free. The host's figures then
+// bind, and both are the host's: Free is MemAvailable and Total MemTotal
+// (driver.MemoryHost, as for an integrated NVIDIA GPU), so that Total less
+// Free is memory in use by one accounting, never GTT's size less the host's
+// headroom. Total therefore changes with the source; the device's fixed size
+// is Info.TotalMemory. Where sysfs has no counters for it, the error wraps
+// driver.ErrNotSupported: unknown.
 func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	s, err := checkOrdinal("MemoryInfo", ordinal)
 	if err != nil {
@@ -62,8 +67,8 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	m := driver.Memory{Free: total - min(used, total), Total: total, Source: driver.MemoryAMDVRAM}
 	if p.apu {
 		m.Source = driver.MemoryAMDGTT
-		if avail, _, err := hostmem.Read(); err == nil && avail < m.Free {
-			m.Free, m.Source = avail, driver.MemoryHost
+		if avail, hostTotal, err := hostmem.Read(); err == nil && avail < m.Free {
+			m = driver.Memory{Free: avail, Total: hostTotal, Source: driver.MemoryHost}
 		}
 	}
 	return m, nil

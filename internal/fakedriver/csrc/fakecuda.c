@@ -6,13 +6,20 @@
 // (1) for NULL pointers. Its answers are settable through the environment:
 //
 //   GPUINIT_FAKE_CUDA_LOG      append one line per call to this file
-//   GPUINIT_FAKE_CUDA_DEVICES  number of devices, 0..2 (default 2)
+//   GPUINIT_FAKE_CUDA_DEVICES  number of devices, 0..2 (default 2; 0..4, default 3, with GPUINIT_FAKE_CUDA_MIG=1,2)
 //   GPUINIT_FAKE_CUDA_VERSION  what cuDriverGetVersion reports (default 12040)
 //   GPUINIT_FAKE_CUDA_INIT     the CUresult cuInit returns (default 0)
 //   GPUINIT_FAKE_CUDA_STUB     if set, answer 34 (CUDA_ERROR_STUB_LIBRARY) to everything, as the toolkit's stub does
 //   GPUINIT_FAKE_CUDA_MIG      1 or 2: device 1 is that MIG instance of its GPU (the one CUDA
 //                              enumerates: its _v2 UUID differs, it is a 1g.10gb slice of 14
-//                              multiprocessors and 10 GiB, not integrated)
+//                              multiprocessors and 10 GiB, not integrated); 1,2: devices 1 and 2
+//                              are both instances, as CUDA from R570 enumerates a GPU in MIG mode
+//                              (never the GPU itself) beside the whole GPU 0; with
+//                              GPUINIT_FAKE_CUDA_DEVICES=4, device 3 is a GB10-like integrated GPU
+//                              of its own (UUID, bus id), which NVML does not know
+//   GPUINIT_FAKE_CUDA_ATTR_FAIL
+//                              if set, the CU_DEVICE_ATTRIBUTE whose reads answer 999 (CUDA_ERROR_UNKNOWN);
+//                              with GPUINIT_FAKE_CUDA_ATTR_FAIL_TIMES=n, only the first n in the process
 //   GPUINIT_FAKE_CUDA_PAGEABLE the devices' CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS (default 0)
 //   GPUINIT_FAKE_CUDA_USED_MIB MiB in use on each device besides allocations (default 1024)
 //   GPUINIT_FAKE_CUDA_COUNT    if set, the raw count cuDeviceGetCount answers, even a negative one
@@ -43,31 +50,14 @@ typedef struct { unsigned char bytes[16]; } CUuuid;
 
 struct fake_ctx { int dev; };
 
-struct fake_device {
-	const char *name;
-	unsigned long long total;
-	int major, minor, sms, integrated, domain, bus, slot;
-	unsigned char uuid[16];
-};
-
-static const struct fake_device devices[2] = {
-	{"Fake NVIDIA H200", 150754820096ULL, 9, 0, 132, 0, 0, 0x18, 0,
-	 {0xf1, 0x2e, 0x3d, 0x4c, 0x9b, 0x8a, 0x47, 0x96, 0x85, 0xa4, 0xb3, 0xc2, 0xd1, 0xe0, 0xff, 0x0e}},
-	{"Fake NVIDIA integrated sm_86", 85899345920ULL, 8, 6, 108, 1, 1, 0x3b, 2,
-	 {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}},
-};
+#include "fakecuda_devices.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int initialized;
-static struct fake_ctx primary[2] = {{0}, {1}};
-static int retained[2];
-static unsigned long long allocated[2];
+static struct fake_ctx primary[MAX_DEVICES] = {{0}, {1}, {2}, {3}};
+static int retained[MAX_DEVICES];
+static unsigned long long allocated[MAX_DEVICES];
 static __thread CUcontext current;
-
-static int ndevices(void) {
-	int n = envint("GPUINIT_FAKE_CUDA_DEVICES", 2);
-	return n < 0 ? 0 : n > 2 ? 2 : n;
-}
 
 static int stub(void) { return getenv("GPUINIT_FAKE_CUDA_STUB") != NULL; }
 
@@ -78,18 +68,6 @@ static CUresult gate(void) {
 }
 
 static CUresult checkdev(CUdevice d) { return d < 0 || d >= ndevices() ? 101 : 0; }
-
-// mig is which MIG instance device 1 is (1 or 2), or 0.
-static int mig(void) {
-	int m = envint("GPUINIT_FAKE_CUDA_MIG", 0);
-	return m == 1 || m == 2 ? m : 0;
-}
-
-static const struct fake_device mig_slice = {"Fake NVIDIA A100 MIG 1g.10gb", 10737418240ULL, 8, 0, 14, 0, 1, 0x3b, 2,
-	{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}};
-
-// device is d as the process sees it: device 1 is a MIG slice in MIG mode.
-static const struct fake_device *device(CUdevice d) { return d == 1 && mig() ? &mig_slice : &devices[d]; }
 
 CUresult cuDriverGetVersion(int *v) {
 	logcall("cuDriverGetVersion");
@@ -167,6 +145,14 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
 	if (!v) return 1;
+	if (attr == envint("GPUINIT_FAKE_CUDA_ATTR_FAIL", -1)) {
+		static int failed;
+		pthread_mutex_lock(&mu);
+		int fail = !getenv("GPUINIT_FAKE_CUDA_ATTR_FAIL_TIMES") || failed < envint("GPUINIT_FAKE_CUDA_ATTR_FAIL_TIMES", 0);
+		failed += fail;
+		pthread_mutex_unlock(&mu);
+		if (fail) return 999;
+	}
 	const struct fake_device *dev = device(d);
 	switch (attr) {
 	case 16: *v = dev->sms; break;
@@ -188,14 +174,14 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
 	if (r) return r;
 	if ((r = checkdev(d))) return r;
 	if (!u) return 1;
-	memcpy(u->bytes, devices[d].uuid, 16);
+	memcpy(u->bytes, device(d)->uuid, 16); // a MIG instance's: its GPU's
 	return 0;
 }
 
 CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) {
 	logcall("cuDeviceGetUuid_v2 %d", d);
 	CUresult r = cuDeviceGetUuid(u, d);
-	if (r == 0 && d == 1 && mig()) u->bytes[15] ^= mig() == 1 ? 0x5a : 0x5b; // the instance's own
+	if (r == 0 && slice(d)) u->bytes[15] ^= slice(d) == 1 ? 0x5a : 0x5b; // the instance's own
 	return r;
 }
 
@@ -250,7 +236,7 @@ CUresult cuCtxSetCurrent(CUcontext c) {
 	logcall("cuCtxSetCurrent %d", c ? c->dev : -1);
 	CUresult r = gate();
 	if (r) return r;
-	if (c && (c < &primary[0] || c > &primary[1])) return 201;
+	if (c && (c < &primary[0] || c >= &primary[ndevices()])) return 201;
 	current = c;
 	return 0;
 }
