@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,7 +91,39 @@ func nfdFeatures(r report, now time.Time, ttl time.Duration) []byte {
 	if r.RNG != nil {
 		label("rng", r.RNG.Verdict)
 	}
+	migLabels(label, r.Devices)
 	return b.Bytes()
+}
+
+// migLabels labels each MIG profile among the devices with its instances'
+// count, memory (MiB) and multiprocessors, under the suffixes NVIDIA's GPU
+// Feature Discovery uses (nvidia.com/mig-1g.10gb.count becomes
+// gpuinit.io/mig-1g.10gb.count), so that a rule written for one reads the
+// other. An instance whose profile NVML does not say is left out.
+func migLabels(label func(name, value string), devices []deviceInfo) {
+	type profile struct {
+		count           int
+		memory          uint64 // MiB
+		multiprocessors int
+	}
+	profiles := map[string]*profile{}
+	for _, d := range devices {
+		if d.MIG == nil || d.MIG.Profile == "" {
+			continue
+		}
+		p := profiles[d.MIG.Profile]
+		if p == nil {
+			p = &profile{memory: d.TotalMemory >> 20, multiprocessors: d.Multiprocessors}
+			profiles[d.MIG.Profile] = p
+		}
+		p.count++
+	}
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		p, prefix := profiles[name], "mig-"+labelValue(name)
+		label(prefix+".count", fmt.Sprint(p.count))
+		label(prefix+".memory", fmt.Sprint(p.memory))
+		label(prefix+".multiprocessors", fmt.Sprint(p.multiprocessors))
+	}
 }
 
 // promMetrics renders the node_exporter textfile metrics.
@@ -156,17 +191,38 @@ func writeAtomically(path string, data []byte) error {
 const oneShotTTL = time.Hour
 
 // writeFleetFiles writes the files cfg asks for, from r, at now; the labels
-// expire ttl after now.
+// expire ttl after now. Each file is written whatever became of the other, so
+// that a feature file that cannot be written does not leave stale metrics
+// (gpuinit_probe_success 1 from a round long gone) in place; the error joins
+// both failures.
 func writeFleetFiles(cfg config, r report, now time.Time, ttl time.Duration) error {
+	var errs []error
 	if cfg.nfdFile != "" {
 		if err := writeAtomically(cfg.nfdFile, nfdFeatures(r, now, ttl)); err != nil {
-			return fmt.Errorf("writing the NFD feature file: %w", err)
+			errs = append(errs, fmt.Errorf("writing the NFD feature file: %w", err))
 		}
 	}
 	if cfg.promFile != "" {
 		if err := writeAtomically(cfg.promFile, promMetrics(r, now)); err != nil {
-			return fmt.Errorf("writing the Prometheus textfile: %w", err)
+			errs = append(errs, fmt.Errorf("writing the Prometheus textfile: %w", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// publish settles r's verdict, writes the fleet files from it, and records a
+// failure to write them in r: on stderr, as r's error (kind fleet-files)
+// unless the probe had failed already, and as an exit status of at least 1.
+// The files say the verdict of the probe, not of their own writing.
+func publish(cfg config, r *report, now time.Time, ttl time.Duration, stderr io.Writer) {
+	r.Verdict = r.verdict()
+	err := writeFleetFiles(cfg, *r, now, ttl)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(stderr, "gpuprobe:", err)
+	if r.Error == nil {
+		r.Error = &errorInfo{Kind: "fleet-files", Message: err.Error()}
+	}
+	r.ExitCode = max(r.ExitCode, exitFailed)
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,14 +66,114 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 	assert.Len(t, entries, 2, "no temporary file left behind")
 }
 
+// TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as README
+// says, and its report says the same verdict as the label and the metric.
 func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	bin := buildProbe(t)
-	nfd := filepath.Join(t.TempDir(), "gpuinit")
-	r := probeRun(t, bin, fakedriver.NoGPUHost(t), "-scenario", "queued", "-nfd-file", nfd)
+	dir := t.TempDir()
+	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
+	env := fakedriver.NoGPUHost(t)
+	r := probeRun(t, bin, env, "-scenario", "queued", "-json", "-nfd-file", nfd, "-prom-file", prom)
 	require.Equal(t, exitOK, r.code)
+	rep := decode(t, r)
 	features, err := os.ReadFile(nfd)
 	require.NoError(t, err)
 	assert.Equal(t, "no-gpu", labels(t, features)["gpuinit.io/probe"], "sim says nothing about this node's GPUs: the class of the GPU runtime's failure")
+	assert.Equal(t, "no-gpu", rep.Verdict, "the report says the label's verdict")
+	metrics, err := os.ReadFile(prom)
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `gpuinit_probe_success{backend="sim",verdict="no-gpu"} 0`)
+	text := probeRun(t, bin, env, "-scenario", "queued")
+	assert.Contains(t, text.stdout, "result      ok on sim; this node's verdict (gpuinit.io/probe, gpuinit_probe_success): no-gpu\n")
+}
+
+// TestAFleetFileThatCannotBeWrittenIsAnError: the other file is written all
+// the same, and the report has the error and exit 1.
+func TestAFleetFileThatCannotBeWrittenIsAnError(t *testing.T) {
+	bin := buildProbe(t)
+	dir := t.TempDir()
+	nfd, prom := filepath.Join(dir, "missing", "gpuinit"), filepath.Join(dir, "gpuinit.prom")
+	r := probeRun(t, bin, nil, "-backend", "sim", "-scenario", "queued", "-json", "-nfd-file", nfd, "-prom-file", prom)
+	assert.Equal(t, exitFailed, r.code, "stderr:\n%s", r.stderr)
+	rep := decode(t, r)
+	require.NotNil(t, rep.Error, "the JSON says why it failed")
+	assert.Equal(t, "fleet-files", rep.Error.Kind)
+	assert.Contains(t, rep.Error.Message, "writing the NFD feature file")
+	assert.Equal(t, "ok", rep.Verdict, "the files say the probe's verdict, not their own writing's")
+	metrics, err := os.ReadFile(prom)
+	require.NoError(t, err, "the metrics are written though the labels could not be")
+	assert.Contains(t, string(metrics), `gpuinit_probe_success{backend="sim",verdict="ok"} 1`)
+}
+
+// TestIntervalPrintsEachRoundsReport: stdout has each round's report, as
+// text, or one JSON document per round.
+func TestIntervalPrintsEachRoundsReport(t *testing.T) {
+	bin := buildProbe(t)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			args := []string{"-backend", "sim", "-scenario", "queued", "-interval", "100ms"}
+			if format == "json" {
+				args = append(args, "-json")
+			}
+			cmd := exec.Command(bin, args...)
+			var stdout, stderr lockedBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			rounds := func() int {
+				if format == "text" {
+					return strings.Count(stdout.String(), "result      ok\n")
+				}
+				dec, n := json.NewDecoder(strings.NewReader(stdout.String())), 0
+				for {
+					var rep report
+					if dec.Decode(&rep) != nil || rep.Schema != schema || rep.ExitCode != exitOK {
+						return n
+					}
+					n++
+				}
+			}
+			require.Eventually(t, func() bool { return rounds() >= 2 }, 30*time.Second, 20*time.Millisecond,
+				"two rounds' reports on stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			assert.NoError(t, cmd.Wait())
+		})
+	}
+}
+
+// TestAnUnwritableFeatureFileLeavesTheMetricsCurrent: under -interval, a
+// feature file that cannot be written does not stop the metrics from
+// following the verdict, and each round's report has the error.
+func TestAnUnwritableFeatureFileLeavesTheMetricsCurrent(t *testing.T) {
+	bin := buildProbe(t)
+	dir := t.TempDir()
+	nfd, prom, hook := filepath.Join(dir, "missing", "gpuinit"), filepath.Join(dir, "gpuinit.prom"), filepath.Join(dir, "round.env")
+	require.NoError(t, os.WriteFile(hook, nil, 0o644))
+	cmd := exec.Command(bin, "-backend", "sim", "-scenario", "queued", "-json", "-interval", "100ms", "-nfd-file", nfd, "-prom-file", prom)
+	cmd.Env = append(os.Environ(), envRoundEnvFile+"="+hook)
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	metricsSay := func(line string) func() bool {
+		return func() bool {
+			b, _ := os.ReadFile(prom)
+			return strings.Contains(string(b), line)
+		}
+	}
+	require.Eventually(t, metricsSay(`gpuinit_probe_success{backend="sim",verdict="ok"} 1`), 30*time.Second, 20*time.Millisecond,
+		"stderr:\n%s", stderr.String())
+	require.NoError(t, os.WriteFile(hook, []byte("GPUINIT_SIM_FAIL=no-device\n"), 0o644))
+	require.Eventually(t, metricsSay(`gpuinit_probe_success{backend="sim",verdict="no-gpu"} 0`), 30*time.Second, 20*time.Millisecond,
+		"the metrics follow the verdict; stderr:\n%s", stderr.String())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+	var first report
+	require.NoError(t, json.NewDecoder(strings.NewReader(stdout.String())).Decode(&first))
+	require.NotNil(t, first.Error)
+	assert.Equal(t, "fleet-files", first.Error.Kind)
+	assert.Equal(t, exitFailed, first.ExitCode)
+	assert.Contains(t, stderr.String(), "writing the NFD feature file")
 }
 
 // TestIntervalFollowsTheVerdictAndStopsOnSIGTERM switches the rounds between a

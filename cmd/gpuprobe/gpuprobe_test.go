@@ -94,11 +94,21 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-timeout", "3s")
 		require.Equal(t, exitFailed, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
+		readme, err := os.ReadFile("../../README.md")
+		require.NoError(t, err)
+		_, section, _ := strings.Cut(string(readme), "\n## gpuprobe\n")
+		section, _, _ = strings.Cut(section, "\n### JSON schema")
 		seen := map[string]bool{}
 		for _, s := range rep.Scenarios {
 			assert.Equal(t, "hang", s.Verdict, s.Name)
-			assert.Contains(t, s.Dump, "sync.(*Mutex).Lock", s.Name)
-			assert.Contains(t, s.Dump, "internal/legacy.(*Initializer)", s.Name)
+			// A re-entrant LazyCall blocks in Call; a callback's Init, in
+			// Init, whether it was queued or ran on an initialized runtime.
+			want := "internal/legacy.(*Initializer).Call"
+			if strings.HasSuffix(s.Name, "/init-from-callback") {
+				want = "internal/legacy.(*Initializer).Init"
+			}
+			assert.Equal(t, "github.com/gpuinit/gpuinit/"+want, blockedIn(s.Dump), "%s:\n%s", s.Name, s.Dump)
+			assert.True(t, strings.Contains(section, "`"+want+"`"), "README's gpuprobe section names %s, where %s blocks", want, s.Name)
 			seen[strings.Split(s.Name, "/")[0]] = true
 		}
 		assert.True(t, seen["initialized"] && seen["queued"], "both re-entrant paths ran")
@@ -169,6 +179,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Equal(t, "sim", rep.Backend)
 		require.NotNil(t, rep.Fallback)
 		checkPassedOver(t, env, rep.Fallback.Backends)
+		assert.Zero(t, rep.DriverVersion, "sim's driver version is not this host's")
 		assert.Len(t, rep.Scenarios, 3, "the scenarios ran on sim")
 		assert.Contains(t, r.stderr, "gpuprobe: cuda passed over: ")
 		assert.Contains(t, r.stderr, "gpuprobe: hip passed over: ")
@@ -181,8 +192,9 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		r := probeRun(t, bin, env, "-json", "-require-gpu")
 		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
-		require.NotNil(t, rep.Fallback)
-		checkPassedOver(t, env, rep.Fallback.Backends)
+		assert.Nil(t, rep.Fallback, "nothing fell back: sim never ran")
+		assert.Equal(t, "auto", rep.Backend, "the backend asked for")
+		checkPassedOver(t, env, rep.PassedOver)
 		require.NotNil(t, rep.Error)
 		want := "no-driver" // no driver loaded at all
 		if noGPUKind(env, fakedriver.CUDANames) == "no-device" || noGPUKind(env, fakedriver.HIPNames) == "no-device" {
@@ -226,6 +238,15 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		{"bad scenario", nil, []string{"-scenario", "some"}, "want initialized, queued or all"},
 		{"bad backend", nil, []string{"-backend", "metal"}, "want auto, cuda, hip, sim"},
 		{"stray argument", nil, []string{"now"}, "unexpected arguments"},
+		{"-require-gpu with -backend sim", nil, []string{"-require-gpu", "-backend", "sim"}, `-require-gpu asks for a GPU, but -backend "sim" is the simulated one`},
+		{"-require-gpu with GPUINIT_BACKEND=sim", []string{"GPUINIT_BACKEND=sim"}, []string{"-require-gpu"}, `but GPUINIT_BACKEND="sim" (the default of -backend) is the simulated one`},
+		{"GPUINIT_BACKEND in upper case", []string{"GPUINIT_BACKEND=CUDA"}, nil, `unknown GPUINIT_BACKEND="CUDA" (the default of -backend): did you mean "cuda"?`},
+		{"-backend in another case", nil, []string{"-backend", "Sim"}, `unknown -backend "Sim": did you mean "sim"?`},
+		{"-backend rocm", nil, []string{"-backend", "rocm"}, `unknown -backend "rocm": did you mean "hip"?`},
+		{"the flag, not the variable, is wrong", []string{"GPUINIT_BACKEND=sim"}, []string{"-backend", "metal"}, `unknown -backend "metal": want auto`},
+		{"bad GPUINIT_SIM_DEVICES", []string{"GPUINIT_SIM_DEVICES=lots"}, []string{"-backend", "sim"}, `GPUINIT_SIM_DEVICES="lots": want a whole number`},
+		{"bad GPUINIT_SIM_FAIL through GPUINIT_BACKEND", []string{"GPUINIT_BACKEND=sim", "GPUINIT_SIM_FAIL=bogus"}, nil, `GPUINIT_SIM_FAIL="bogus": want one of`},
+		{"bad GPUINIT_SIM_INIT_DELAY where auto may fall back to sim", []string{"GPUINIT_SIM_INIT_DELAY=soon"}, nil, `GPUINIT_SIM_INIT_DELAY="soon"`},
 	} {
 		t.Run("usage: "+tc.name, func(t *testing.T) {
 			r := probeRun(t, bin, tc.env, tc.args...)
@@ -241,6 +262,8 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Contains(t, r.stderr, "-discipline legacy -timeout 3s")
 		assert.Contains(t, r.stderr, "initialization hung", "the exit statuses name every case")
 		assert.Contains(t, r.stderr, "130 or 143 interrupted")
+		assert.Contains(t, r.stderr, "a fleet file (-nfd-file,\n-prom-file) could not be written")
+		assert.Contains(t, r.stderr, "with sim, refused (exit 2)", "-require-gpu's help says what it does with sim")
 	})
 }
 
@@ -284,4 +307,21 @@ func skipIfLinked(t *testing.T) {
 	if strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink") {
 		t.Skip("-tags cudalink links the CUDA libraries: nothing is loaded at run time")
 	}
+}
+
+// blockedIn is the function that called sync.(*Mutex).Lock in a goroutine
+// dump, without its arguments: where the goroutine waits for the lock.
+func blockedIn(dump string) string {
+	lines := strings.Split(dump, "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "sync.(*Mutex).Lock(") {
+			continue
+		}
+		for _, caller := range lines[i+1:] {
+			if caller != "" && !strings.HasPrefix(caller, "\t") { // the next frame, past Lock's file line
+				return caller[:max(0, strings.LastIndex(caller, "("))]
+			}
+		}
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,9 +64,9 @@ func TestOverTheFakeDrivers(t *testing.T) {
 	bin := buildProbe(t)
 	free := func(n uint64) *uint64 { return &n }
 	wantDevices := []deviceInfo{
-		{Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096, FreeMemory: free(140000000000),
+		{Ordinal: 0, Name: "Fake NVIDIA H200", Arch: "sm_90", TotalMemory: 150754820096, FreeMemory: free(140000000000), MemorySource: "nvml",
 			UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0", ComputeCapability: "9.0", Multiprocessors: 132},
-		{Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920, FreeMemory: free(hostAvailable),
+		{Ordinal: 1, Name: "Fake NVIDIA integrated sm_86", Arch: "sm_86", TotalMemory: 85899345920, FreeMemory: free(hostAvailable), MemorySource: "meminfo",
 			UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", ComputeCapability: "8.6", Multiprocessors: 108, Integrated: true},
 	}
 	for _, backend := range []string{"cuda", "auto"} {
@@ -106,6 +107,39 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		text := probeRun(t, bin, fakeNVIDIAHost(t, false), "-backend", "cuda", "-scenario", "queued")
 		assert.Contains(t, text.stdout, "rng         unsupported")
 		assert.Contains(t, text.stdout, "uuid GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e, pci 0000:18:00.0, cc 9.0, 132 multiprocessors")
+	})
+	t.Run("a MIG instance: its parent, ids and profile in the report, GFD's label suffixes", func(t *testing.T) {
+		nfd := filepath.Join(t.TempDir(), "gpuinit")
+		r := probeRun(t, bin, append(fakeNVIDIAHost(t, true), "GPUINIT_FAKE_CUDA_MIG=1"), "-json", "-backend", "cuda", "-scenario", "queued", "-nfd-file", nfd)
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		rep := decode(t, r)
+		require.Len(t, rep.Devices, 2)
+		mig := rep.Devices[1]
+		assert.Equal(t, &driver.MIG{ParentUUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", ParentPCIBusID: "0001:3b:02.0",
+			GPUInstance: 7, ComputeInstance: 0, Profile: "1g.10gb"}, mig.MIG)
+		require.NotNil(t, mig.FreeMemory)
+		assert.Equal(t, uint64(9663676416), *mig.FreeMemory, "the slice's own free memory")
+		assert.Equal(t, "nvml", mig.MemorySource)
+		assert.Nil(t, rep.Devices[0].MIG)
+		features, err := os.ReadFile(nfd)
+		require.NoError(t, err)
+		got := labels(t, features)
+		for name, want := range map[string]string{"mig-1g.10gb.count": "1", "mig-1g.10gb.memory": "10240", "mig-1g.10gb.multiprocessors": "14"} {
+			assert.Equal(t, want, got["gpuinit.io/"+name], name)
+		}
+	})
+	t.Run("the device map: ordinal, NVML's index, UUID, bus id, the visibility entry", func(t *testing.T) {
+		env := append(fakeNVIDIAHost(t, true), "CUDA_VISIBLE_DEVICES=0,1")
+		rep := decode(t, probeRun(t, bin, env, "-json", "-backend", "cuda", "-scenario", "queued"))
+		assert.Equal(t, &deviceMap{Order: "FASTEST_FIRST", Devices: []mappedDevice{
+			{Ordinal: 0, Index: 1, UUID: "GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e", PCIBusID: "0000:18:00.0", Selected: "CUDA_VISIBLE_DEVICES entry 0: 0"},
+			{Ordinal: 1, Index: 0, UUID: "GPU-01234567-89ab-cdef-fedc-ba9876543210", PCIBusID: "0001:3b:02.0", Selected: "CUDA_VISIBLE_DEVICES entry 1: 1"},
+		}}, rep.DeviceMap, "NVML numbers the GPUs the other way")
+		text := probeRun(t, bin, env, "-backend", "cuda", "-scenario", "queued")
+		assert.Contains(t, text.stdout, "device map  order FASTEST_FIRST\n"+
+			"  0  index 1   GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e  0000:18:00.0  CUDA_VISIBLE_DEVICES entry 0: 0\n"+
+			"  1  index 0   GPU-01234567-89ab-cdef-fedc-ba9876543210  0001:3b:02.0  CUDA_VISIBLE_DEVICES entry 1: 1\n")
+		assert.Contains(t, text.stdout, "140.4 GiB, 130.4 GiB free (nvml)")
 	})
 	t.Run("health events and counters in the report and the metrics", func(t *testing.T) {
 		events := filepath.Join(t.TempDir(), "events")

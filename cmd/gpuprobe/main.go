@@ -8,9 +8,11 @@
 //	go run ./cmd/gpuprobe -require-gpu -json    # no fallback: exit 3 without a usable GPU
 //	go run ./cmd/gpuprobe -discipline legacy -timeout 3s   # reproduce PyTorch's pre-fix hang
 //
-// Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, or
-// the RNG check failed; 2 bad usage; 3 backend unavailable or no device (with
-// -require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM.
+// Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung,
+// the RNG check failed, a device was lost while probed, or a fleet file could
+// not be written; 2 bad usage (-require-gpu with sim among it); 3 backend
+// unavailable or no device (with -require-gpu, no usable GPU); 130 or 143
+// interrupted by SIGINT or SIGTERM.
 package main
 
 import (
@@ -21,7 +23,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,10 +81,13 @@ Flags:
 `
 
 const exitText = `
-Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, or the
-RNG check failed; 2 bad usage; 3 backend unavailable or no device (with
--require-gpu, no usable GPU); 130 or 143 interrupted by SIGINT or SIGTERM
-(with -interval, a signal ends the loop with 0).
+Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, the
+RNG check failed, a device was lost while probed, or a fleet file (-nfd-file,
+-prom-file) could not be written; 2 bad usage, including -require-gpu with
+-backend sim (or GPUINIT_BACKEND=sim) and a GPUINIT_SIM_* value sim cannot use;
+3 backend unavailable or no device (with -require-gpu, no usable GPU);
+130 or 143 interrupted by SIGINT or SIGTERM (with -interval, a signal ends the
+loop with 0).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -97,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	known := device.Known()
 	fs.StringVar(&cfg.backend, "backend", defaultBackend, "backend: "+strings.Join(known, ", ")+
 		" (default: $"+device.EnvBackend+", else auto: "+strings.Join(device.AutoOrder(), ", then ")+", else sim)")
-	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "with auto, fail (exit 3) instead of falling back to sim when no GPU backend is usable")
+	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "probe a GPU or fail: with auto, exit 3 instead of falling back to sim when no GPU backend is usable; with sim, refused (exit 2)")
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
 	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
@@ -105,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")
 	fs.DurationVar(&cfg.watch, "watch", 0, "watch the driver's health events (Xid, ECC, RAS) this long before reporting")
 	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
-	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files each round; 0 runs once")
+	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files and printing the report each round; 0 runs once")
 	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+device.EnvPreflight+" overrides)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -126,8 +130,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpuprobe: unknown -discipline %q: want fixed or legacy\n", cfg.discipline)
 		return exitUsage
 	}
-	if !slices.Contains(known, cfg.backend) {
-		fmt.Fprintf(stderr, "gpuprobe: unknown -backend %q: want %s\n", cfg.backend, strings.Join(known, ", "))
+	if msg := checkBackend(fs, cfg, known); msg != "" {
+		fmt.Fprintln(stderr, "gpuprobe:", msg)
 		return exitUsage
 	}
 	if cfg.timeout <= 0 {
@@ -152,15 +156,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep := probe(ctx, cfg, selected, stderr)
 	if sig := interrupted(); sig != nil {
 		rep.markInterrupted(sig)
-	} else if err := writeFleetFiles(cfg, rep, time.Now(), oneShotTTL); err != nil {
-		fmt.Fprintln(stderr, "gpuprobe:", err)
-		rep.ExitCode = max(rep.ExitCode, exitFailed)
-	}
-	if cfg.json {
-		writeJSON(stdout, rep)
+		rep.Verdict = rep.verdict()
 	} else {
-		writeText(stdout, rep)
+		publish(cfg, &rep, time.Now(), oneShotTTL, stderr)
 	}
+	writeReport(stdout, cfg, rep)
 	return rep.ExitCode
 }
 

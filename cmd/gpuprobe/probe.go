@@ -40,12 +40,20 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 	}
 	for _, d := range devices {
 		info := health.DeviceOf(d)
-		if free, _, err := rt.MemoryInfo(ctx, d.Ordinal); err == nil {
-			info.FreeMemory = &free
+		// Memory, not MemoryInfo: the figure comes with its source.
+		if m, err := rt.Memory(ctx, d.Ordinal); err == nil {
+			info.FreeMemory, info.MemorySource = &m.Free, string(m.Source)
+		} else {
+			fmt.Fprintf(progress, "gpuprobe: device %d's free memory: %s\n", d.Ordinal, err)
 		}
 		rep.Devices = append(rep.Devices, info)
 	}
 	rep.Visibility = rt.Visibility()
+	if m, err := rt.DeviceMap(ctx); err == nil {
+		rep.DeviceMap = deviceMapOf(m)
+	} else {
+		fmt.Fprintf(progress, "gpuprobe: the device map: %s\n", err)
+	}
 	rep.Scenarios = runScenarios(ctx, cfg, rep.Backend, selected, progress)
 	rep.RNG = checkRNG(ctx, rt)
 	checkHealth(ctx, rt, cfg.watch, &rep)
@@ -64,8 +72,9 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 
 // bringUp opens and initializes the backend cfg names and records what it
 // found in rep. With auto and no usable GPU it records each GPU backend's
-// reason and falls back to sim, unless -require-gpu. It returns nil, with rep
-// finished, when there is nothing to probe.
+// reason, with the driver version it read, and falls back to sim; with
+// -require-gpu it records them as passed over and fails. It returns nil, with
+// rep finished, when there is nothing to probe.
 func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *device.Runtime {
 	rt, err := device.Open(cfg.backend)
 	if err == nil && cfg.preflight {
@@ -101,16 +110,24 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 		rep.fail(exit, health.ErrorOf(err))
 		return nil
 	}
-	rep.Fallback = &fallback{Reason: "no usable GPU backend", Backends: failures(progress, triedBy(err))}
+	tried := failures(progress, triedBy(err))
 	if cfg.requireGPU {
+		// Nothing fell back: the reasons are what auto passed over, and
+		// the backend stays what was asked.
+		rep.PassedOver = tried
 		rep.fail(exitUnavailable, health.ErrorOf(err))
 		return nil
 	}
+	rep.Fallback = &fallback{Reason: "no usable GPU backend", Backends: tried}
 	fmt.Fprintln(progress, "gpuprobe: no usable GPU backend; probing the simulated backend instead (-require-gpu turns this off)")
 	rep.Backend = "sim"
 	if rt, err = device.Open("sim"); err == nil {
 		var stop bool
-		if stop, err = initialize(ctx, cfg, rt, rep); stop {
+		stop, err = initialize(ctx, cfg, rt, rep)
+		// sim's driver version is not this host's: the real drivers'
+		// are in the fallback's entries.
+		rep.DriverVersion, rep.RuntimeVersion = 0, 0
+		if stop {
 			return nil
 		}
 	}
@@ -179,7 +196,7 @@ func triedBy(err error) []device.BackendFailure {
 func failures(progress io.Writer, tried []device.BackendFailure) []backendFailure {
 	var out []backendFailure
 	for _, f := range tried {
-		out = append(out, backendFailure{Backend: f.Backend, Error: health.ErrorOf(f.Err)})
+		out = append(out, backendFailure{Backend: f.Backend, DriverVersion: f.DriverVersion, Error: health.ErrorOf(f.Err)})
 		fmt.Fprintf(progress, "gpuprobe: %s passed over: %s\n", f.Backend, f.Err)
 	}
 	return out

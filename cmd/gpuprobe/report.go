@@ -25,8 +25,11 @@ type report struct {
 	RuntimeVersion int               `json:"runtime_version,omitempty"`
 	InitMillis     float64           `json:"init_ms"`
 	Devices        []deviceInfo      `json:"devices"`
+	DeviceMap      *deviceMap        `json:"device_map,omitempty"`
 	Visibility     map[string]string `json:"visibility,omitempty"`
-	PassedOver     []backendFailure  `json:"passed_over,omitempty"` // GPU backends auto tried before its choice
+	// PassedOver lists the GPU backends auto tried and passed over: those
+	// before its choice, or with -require-gpu and none usable, every one.
+	PassedOver []backendFailure `json:"passed_over,omitempty"`
 	// Class is the GPU runtime's failure class (no-gpu, not-yet,
 	// needs-operator), where it failed; BringUp says how its preflight
 	// attempts went.
@@ -38,7 +41,11 @@ type report struct {
 	Lost        []health.Lost    `json:"lost,omitempty"` // devices lost while probed: by the canary, a deadline, the health watch
 	Error       *errorInfo       `json:"error,omitempty"`
 	Interrupted string           `json:"interrupted,omitempty"` // the signal, when one stopped the probe
-	ExitCode    int              `json:"exit_code"`
+	// Verdict is the node's one word, as the NFD label gpuinit.io/probe and
+	// gpuinit_probe_success say it: after a fallback to sim it is the GPU
+	// runtime's class though the exit status is 0.
+	Verdict  string `json:"verdict"`
+	ExitCode int    `json:"exit_code"`
 }
 
 // The device and error shapes are device/health's, so that gpuprobe's report
@@ -55,8 +62,11 @@ type fallback struct {
 }
 
 type backendFailure struct {
-	Backend string     `json:"backend"`
-	Error   *errorInfo `json:"error"`
+	Backend string `json:"backend"`
+	// DriverVersion is what the backend's driver reported before it
+	// failed; 0 (omitted) where it never loaded.
+	DriverVersion int        `json:"driver_version,omitempty"`
+	Error         *errorInfo `json:"error"`
 }
 
 type scenarioResult struct {
@@ -104,6 +114,15 @@ func (r *report) markInterrupted(sig os.Signal) {
 	}
 }
 
+// writeReport prints r as cfg asks: JSON or text.
+func writeReport(w io.Writer, cfg config, r report) {
+	if cfg.json {
+		writeJSON(w, r)
+	} else {
+		writeText(w, r)
+	}
+}
+
 func writeJSON(w io.Writer, r report) {
 	if r.Devices == nil {
 		r.Devices = []deviceInfo{}
@@ -120,14 +139,10 @@ func writeText(w io.Writer, r report) {
 	fmt.Fprintf(w, "backend     %s (discipline %s)\n", r.Backend, r.Discipline)
 	if fb := r.Fallback; fb != nil {
 		fmt.Fprintf(w, "fallback    %s; passed over:\n", fb.Reason)
-		for _, b := range fb.Backends {
-			fmt.Fprintf(w, "  %-5s %s\n", b.Backend, b.Error.Message)
-		}
+		writeFailures(w, fb.Backends)
 	} else if len(r.PassedOver) > 0 {
 		fmt.Fprintln(w, "passed over")
-		for _, b := range r.PassedOver {
-			fmt.Fprintf(w, "  %-5s %s\n", b.Backend, b.Error.Message)
-		}
+		writeFailures(w, r.PassedOver)
 	}
 	if r.DriverVersion != 0 {
 		fmt.Fprintf(w, "driver      %d\n", r.DriverVersion)
@@ -150,7 +165,7 @@ func writeText(w io.Writer, r report) {
 		if r.Error.Hint != "" && !strings.Contains(r.Error.Message, r.Error.Hint) {
 			fmt.Fprintf(w, "hint        %s\n", r.Error.Hint)
 		}
-		fmt.Fprintf(w, "result      %s\n", resultWord(r.ExitCode))
+		fmt.Fprintf(w, "result      %s\n", resultLine(r))
 		return
 	}
 	fmt.Fprintf(w, "init        %.1f ms\n", r.InitMillis)
@@ -158,6 +173,7 @@ func writeText(w io.Writer, r report) {
 	for _, d := range r.Devices {
 		writeDevice(w, d)
 	}
+	writeDeviceMap(w, r.DeviceMap)
 	if len(r.Visibility) > 0 {
 		names := make([]string, 0, len(r.Visibility))
 		for n := range r.Visibility {
@@ -191,7 +207,29 @@ func writeText(w io.Writer, r report) {
 	for _, l := range r.Lost {
 		fmt.Fprintf(w, "lost        device %d (%s): %s\n", l.Ordinal, l.Source, l.Error.Message)
 	}
-	fmt.Fprintf(w, "result      %s\n", resultWord(r.ExitCode))
+	fmt.Fprintf(w, "result      %s\n", resultLine(r))
+}
+
+// writeFailures prints each backend passed over, with its driver's version
+// where it read one.
+func writeFailures(w io.Writer, backends []backendFailure) {
+	for _, b := range backends {
+		driver := ""
+		if b.DriverVersion != 0 {
+			driver = fmt.Sprintf("(driver %d) ", b.DriverVersion)
+		}
+		fmt.Fprintf(w, "  %-5s %s%s\n", b.Backend, driver, b.Error.Message)
+	}
+}
+
+// resultLine is the text report's last word: the exit status's, and where
+// the node's verdict (the label's) says otherwise, that too.
+func resultLine(r report) string {
+	word := resultWord(r.ExitCode)
+	if r.ExitCode == exitOK && r.Verdict != "" && r.Verdict != "ok" {
+		word += fmt.Sprintf(" on %s; this node's verdict (gpuinit.io/probe, gpuinit_probe_success): %s", r.Backend, r.Verdict)
+	}
+	return word
 }
 
 // writeDevice prints one device on two lines: what it is, then how to tell it
@@ -200,6 +238,9 @@ func writeDevice(w io.Writer, d deviceInfo) {
 	fmt.Fprintf(w, "  %d  %-28s %-8s %.1f GiB", d.Ordinal, d.Name, d.Arch, float64(d.TotalMemory)/(1<<30))
 	if d.FreeMemory != nil {
 		fmt.Fprintf(w, ", %.1f GiB free", float64(*d.FreeMemory)/(1<<30))
+		if d.MemorySource != "" {
+			fmt.Fprintf(w, " (%s)", d.MemorySource)
+		}
 	}
 	fmt.Fprintln(w)
 	var facts []string
@@ -215,6 +256,9 @@ func writeDevice(w io.Writer, d deviceInfo) {
 	}
 	if d.Integrated {
 		facts = append(facts, "integrated")
+	}
+	if m := d.MIG; m != nil {
+		facts = append(facts, fmt.Sprintf("MIG %s of %s (GI %d, CI %d)", m.Profile, m.ParentUUID, m.GPUInstance, m.ComputeInstance))
 	}
 	if len(facts) > 0 {
 		fmt.Fprintf(w, "     %s\n", strings.Join(facts, ", "))

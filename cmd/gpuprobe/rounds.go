@@ -23,8 +23,9 @@ const envRoundEnvFile = "GPUPROBE_TEST_ROUND_ENV"
 // SIGINT), writing the fleet files after each round. Each round is a child
 // process, this binary with -json, so that each brings the GPU up afresh: a
 // driver that broke since the last round is seen, and a failing round writes
-// its failure instead of leaving the last good verdict in place. It returns 0
-// when a signal ends the loop.
+// its failure instead of leaving the last good verdict in place. Each round's
+// report goes to stdout, as text or (-json) one JSON document per round. It
+// returns 0 when a signal ends the loop.
 func runRounds(ctx context.Context, cfg config, scenarios int, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
@@ -44,13 +45,9 @@ func runRounds(ctx context.Context, cfg config, scenarios int, stdout, stderr io
 		}
 		// The expiry counts from the write: rounds that hang one after
 		// another write at most interval + limit apart, within ttl.
-		if err := writeFleetFiles(cfg, rep, time.Now(), ttl); err != nil {
-			fmt.Fprintln(stderr, "gpuprobe:", err)
-		}
-		fmt.Fprintf(stderr, "gpuprobe: round %d: %s (exit %d)\n", round, rep.verdict(), rep.ExitCode)
-		if cfg.json {
-			writeJSON(stdout, rep)
-		}
+		publish(cfg, &rep, time.Now(), ttl, stderr)
+		fmt.Fprintf(stderr, "gpuprobe: round %d: %s (exit %d)\n", round, rep.Verdict, rep.ExitCode)
+		writeReport(stdout, cfg, rep)
 		select {
 		case <-ctx.Done():
 			fmt.Fprintf(stderr, "gpuprobe: stopped after round %d\n", round)
@@ -68,6 +65,7 @@ func probeRound(ctx context.Context, cfg config, self string, limit time.Duratio
 	if cfg.requireGPU {
 		args = append(args, "-require-gpu")
 	}
+	args = append(args, fmt.Sprintf("-preflight=%t", cfg.preflight), "-watch", cfg.watch.String())
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), roundEnv()...)
 	r, err := hangcheck.Run(ctx, cmd, limit)
