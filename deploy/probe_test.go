@@ -112,9 +112,11 @@ func TestGpuprobeLabelsAndMetricsAreValid(t *testing.T) {
 // gpuprobe itself: an unknown or misspelled flag exits 2, -h after valid ones 0.
 func TestDaemonSetArgsAreGpuprobeFlags(t *testing.T) {
 	bin := gpuprobe(t)
-	for _, file := range []string{"daemonset-nvidia.yaml", "daemonset-amd.yaml"} {
+	// Each image's entrypoint, as the manifests' comments say, then the
+	// manifest's arguments: the whole command line the pod runs.
+	for file, backend := range map[string]string{"daemonset-nvidia.yaml": "cuda", "daemonset-amd.yaml": "hip"} {
 		ds := daemonSet(t, file)
-		args := append(append([]string{"-require-gpu", "-backend", "sim"}, ds.Spec.Template.Spec.Containers[0].Args...), "-h")
+		args := append(append([]string{"-require-gpu", "-backend", backend}, ds.Spec.Template.Spec.Containers[0].Args...), "-h")
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		assert.NoError(t, err, "%s: gpuprobe %v:\n%s", file, args, out)
 	}

@@ -22,9 +22,9 @@ func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint
 // (driver.MemorySource): it never creates a context and never allocates
 // device memory. CUDA reads NVML (a MIG instance's own slice, by its UUID),
 // or the driver where the device's primary context is already active; HIP
-// reads amdgpu's sysfs VRAM counters, or for an APU its GTT pool, bounded by
-// the host's available memory; a GPU that shares the host's memory (Jetson,
-// GB10) reports the host's MemAvailable. Where no source gives a true
+// reads amdgpu's sysfs VRAM counters, or for an APU its GTT pool, or the
+// host's MemAvailable and MemTotal where those bind; a GPU that shares the
+// host's memory (Jetson, GB10) reports the host's MemAvailable and MemTotal. Where no source gives a true
 // figure the error wraps ErrNotSupported and says why: unknown, never a
 // wrong number. A lost device's read is refused with its LostDevice (which
 // wraps ErrDeviceLost), without a call into the driver. It is safe from many

@@ -111,7 +111,7 @@ const (
 	MemoryDriverContext MemorySource = "driver-context" // cuMemGetInfo in a primary context already active
 	MemoryAMDVRAM       MemorySource = "amdgpu-vram"    // amdgpu's mem_info_vram_* in sysfs
 	MemoryAMDGTT        MemorySource = "amdgpu-gtt"     // amdgpu's mem_info_gtt_* in sysfs: an APU's pool
-	MemoryHost          MemorySource = "meminfo"        // /proc/meminfo's MemAvailable: memory an integrated GPU shares with the host
+	MemoryHost          MemorySource = "meminfo"        // /proc/meminfo's MemAvailable and MemTotal: memory an integrated GPU shares with the host
 	MemorySimulated     MemorySource = "sim"            // the simulated backend's
 )
 
