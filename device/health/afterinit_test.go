@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -194,6 +195,40 @@ func TestStatusIsOneMoment(t *testing.T) {
 		rt.Close()
 	}
 	t.Logf("%d statuses, %d of them before the end", checked.Load(), initializing.Load())
+}
+
+// lossDuringRead loses device 1 while the status reads device 0's memory:
+// between readiness and the list of losses, where a status that read each
+// once would say ready beside a loss.
+type lossDuringRead struct {
+	*sim.Backend
+	rt   *device.Runtime
+	once sync.Once
+}
+
+func (b *lossDuringRead) ReadMemory(ordinal int) (driver.Memory, error) {
+	if ordinal == 0 {
+		b.once.Do(func() { _, _ = b.rt.ReportDriverCode(1, "cuLaunchKernel", 700) })
+	}
+	return b.Backend.ReadMemory(ordinal)
+}
+
+func (b *lossDuringRead) Unwrap() driver.Backend { return b.Backend }
+
+// TestStatusReadinessAgreesWithItsLosses: a device lost while a status is
+// read never gives a status that says ready beside a loss it lists.
+func TestStatusReadinessAgreesWithItsLosses(t *testing.T) {
+	b := &lossDuringRead{Backend: sim.New()}
+	rt := device.New(b)
+	b.rt = rt
+	defer rt.Close()
+	require.NoError(t, rt.Init(context.Background()))
+	h := health.New(rt, quiet)
+	defer h.Close()
+	s := h.Snapshot()
+	require.Len(t, s.Lost, 1, "device 1 was lost while the status read device 0")
+	assert.False(t, s.Ready, "not ready beside the loss it lists: %+v", s)
+	assert.Contains(t, s.Reason, "device 1")
 }
 
 // TestTheCanaryFindsADeviceThatNoLongerWorks: a device whose calls fail with

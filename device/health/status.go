@@ -29,17 +29,20 @@ func (h *Health) Status() http.Handler {
 
 // Snapshot is the status Status serves: one moment's. Every field agrees
 // with State: a failure, a finish time and devices only once the
-// initialization has finished, losses and health only once it succeeded.
+// initialization has finished, losses and health only once it succeeded;
+// and readiness agrees with the losses listed.
 func (h *Health) Snapshot() Status {
 	// The state can move on while the rest is read; states only move
 	// forward, so reading until the state before and after agree ends
 	// within a few rounds, and each field is then taken only if its state
 	// has it.
+	// Losses only grow too: readiness and the list of losses agree when the
+	// count held still across the read.
 	state := h.observe(true)
 	for range 4 {
+		lost := h.rt.LostCount()
 		s := h.snapshotAt(state)
-		now := h.rt.State()
-		if now == state {
+		if h.rt.State() == state && h.rt.LostCount() == lost {
 			return s
 		}
 		state = h.observe(true)
