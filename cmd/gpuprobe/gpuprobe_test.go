@@ -301,7 +301,7 @@ func checkPassedOver(t *testing.T, env []string, backends []backendFailure) {
 }
 
 // skipIfLinked skips what only run-time loading can show, in a -tags
-// cudalink leg (GPUPROBE_TEST_TAGS), whose binary links libcuda and libcurand.
+// cudalink leg (GPUPROBE_TEST_TAGS), whose binary links libcuda.
 func skipIfLinked(t *testing.T) {
 	t.Helper()
 	if strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink") {

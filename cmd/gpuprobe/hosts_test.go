@@ -16,20 +16,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDefaultBuildNeedsNoGPULibraryToStart checks the binary's dynamic
-// section: a GPU library there would stop it before main on a host without
-// that library.
-func TestDefaultBuildNeedsNoGPULibraryToStart(t *testing.T) {
-	skipIfLinked(t)
+// TestGPULibrariesTheBinaryNeedsToStart checks the binary's dynamic section:
+// a GPU library there stops it before main on a host without that library.
+// The default build needs none; a -tags cudalink build needs libcuda alone,
+// since it loads libcurand at run time like the default build (so that
+// -backend sim, and every host without cuRAND, still starts).
+func TestGPULibrariesTheBinaryNeedsToStart(t *testing.T) {
+	linked := strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink")
 	f, err := elf.Open(buildProbe(t))
 	require.NoError(t, err)
 	defer f.Close()
 	needed, err := f.ImportedLibraries()
 	require.NoError(t, err)
+	var gpuLibs []string
 	for _, lib := range needed {
 		for _, gpu := range []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand"} {
-			assert.False(t, strings.HasPrefix(lib, gpu), "DT_NEEDED %s", lib)
+			if strings.HasPrefix(lib, gpu) {
+				gpuLibs = append(gpuLibs, lib)
+			}
 		}
+	}
+	if linked {
+		assert.Equal(t, []string{"libcuda.so.1"}, gpuLibs, "-tags cudalink: DT_NEEDED %v", needed)
+	} else {
+		assert.Empty(t, gpuLibs, "DT_NEEDED %v", needed)
 	}
 	t.Logf("DT_NEEDED: %v", needed)
 }
@@ -39,8 +49,8 @@ func TestDefaultBuildNeedsNoGPULibraryToStart(t *testing.T) {
 // /proc/meminfo has hostAvailable bytes available, the integrated GPU's free
 // memory.
 //
-// A -tags cudalink binary links libcuda (and libcurand): it gets the fakes
-// through the loader's path, which the default build ignores here.
+// A -tags cudalink binary links libcuda: it gets the fake through the
+// loader's path, which the default build ignores here.
 func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 	t.Helper()
 	dir := t.TempDir()

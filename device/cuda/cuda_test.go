@@ -40,8 +40,8 @@ func fake(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []strin
 	path := fakedriver.Build(t, lib)
 	curand := fakedriver.Build(t, fakedriver.CURAND)
 	log = fakedriver.NewCallLog(t)
-	// A -tags cudalink binary links libcuda and libcurand: the loader's path
-	// is how it gets the fakes.
+	// A -tags cudalink binary links libcuda: the loader's path is how it gets
+	// the fake (libcurand is loaded at run time in both builds).
 	ldPath := filepath.Dir(path) + ":" + filepath.Dir(curand)
 	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
 		ldPath += ":" + old
@@ -54,7 +54,7 @@ func fake(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []strin
 func skipIfLinked(t *testing.T) {
 	t.Helper()
 	if linked {
-		t.Skip("-tags cudalink links libcuda and libcurand: there is no loading to test")
+		t.Skip("-tags cudalink links libcuda: there is no loading of it to test")
 	}
 }
 
