@@ -1,11 +1,14 @@
-// Package rng keeps per-device Philox generator state with the semantics and the
-// bytes of torch.cuda.random: ManualSeed, Seed, InitialSeed, State/SetState and
-// their …All forms, and Generate. Before the device runtime is initialized, the
-// mutating calls are queued through device.Runtime.LazyCall in the order made,
-// without coalescing or reordering, and replayed right after the driver's init;
-// reads initialize first, as torch does. Arguments are validated when a call is
-// made, so a bad call is refused at once and never queued; a state is applied
-// whole or not at all.
+// Package rng keeps per-device Philox generator state, like torch.cuda.random.
+//
+// [Generators] has the semantics and the bytes of torch.cuda.random:
+// [Generators.ManualSeed], [Generators.Seed], [Generators.InitialSeed],
+// [Generators.State]/[Generators.SetState] and their …All forms, and
+// [Generators.Generate]. Before the device runtime is initialized, the
+// mutating calls are queued through [device.Runtime.LazyCall] in the order
+// made, without coalescing or reordering, and replayed right after the
+// driver's init; reads initialize first, as torch does. Arguments are
+// validated when a call is made, so a bad call is refused at once and never
+// queued; a state is applied whole or not at all.
 package rng
 
 import (

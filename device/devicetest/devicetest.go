@@ -1,16 +1,18 @@
-// Package devicetest checks a driver.Backend against the contract in package
-// driver's documentation, in the manner of testing/slogtest and
-// testing/fstest, for anyone who brings their own backend to device.Register
-// or device.New. gpuinit runs it on sim, and on cuda and hip over their fake
-// and real drivers.
+// Package devicetest checks a GPU backend against package driver's contract.
 //
-// TestBackend exercises what can be seen from outside, as subtests of a
-// *testing.T: how Init fails (mapped onto driver's sentinels, with a hint),
+// It checks a [driver.Backend] against the contract in package [driver]'s
+// documentation, in the manner of [testing/slogtest] and [testing/fstest], for
+// anyone who brings their own backend to [device.Register] or [device.New].
+// gpuinit runs it on sim, and on cuda and hip over their fake and real
+// drivers.
+//
+// [TestBackend] exercises what can be seen from outside, as subtests of a
+// [*testing.T]: how Init fails (mapped onto driver's sentinels, with a hint),
 // ordinals, device descriptions, the concurrency of the calls documented as
-// safe from many goroutines, laziness through a device.Runtime, and the
-// generators of a driver.GeneratorBackend. Check runs the same checks and
-// returns what they found as an error, for use outside a test. Counting wraps
-// a backend to count calls into it.
+// safe from many goroutines, laziness through a [device.Runtime], and the
+// generators of a [driver.GeneratorBackend]. [Check] runs the same checks and
+// returns what they found as an error, for use outside a test. [Counting]
+// wraps a backend to count calls into it.
 package devicetest
 
 import (

@@ -1,37 +1,39 @@
-// Package health serves liveness, readiness and status for an inference server
-// whose GPUs a device.Runtime brings up, at the paths of KServe's Open
-// Inference Protocol (which Triton and KServe implement): GET /v2/health/live
-// and GET /v2/health/ready, plus a JSON status at /gpuinit/status.
+// Package health serves a GPU server's liveness, readiness and status.
+//
+// A [Health] answers for the [device.Runtime] that brings the server's GPUs
+// up, at the paths of KServe's Open Inference Protocol (which Triton and
+// KServe implement): GET /v2/health/live and GET /v2/health/ready, plus a JSON
+// status at /gpuinit/status ([Health.Mount]).
 //
 // Readiness never blocks on initialization: it reads the Runtime's state and
 // answers 200 when the Runtime is Ready and no device it serves is lost, else
 // 503 with the reason (503 is what KServe answers for "not ready"). By default
 // the first readiness probe starts the initialization in the background,
 // since an orchestrator sends no traffic to a pod that is not ready, so a
-// purely lazy pod would never become ready; WithoutAutoInit turns that off.
-// A server that can serve on the CPU says so with WithCPUFallback: once
+// purely lazy pod would never become ready; [WithoutAutoInit] turns that off.
+// A server that can serve on the CPU says so with [WithCPUFallback]: once
 // initialization has failed, readiness is 200 and the status says degraded.
 //
 // Liveness fails only where a restart of this process can help, by the
-// failure's class (device.ClassOf): when the part of the initialization that
+// failure's class ([device.ClassOf]): when the part of the initialization that
 // runs in this process (the driver's init, then the queued work) has run past
-// its deadline (WithInitDeadline, default DefaultInitDeadline: the process is
-// wedged); when the initialization failed for a reason that was expected to
-// clear (not-yet: a fresh process may succeed) and the same deadline has
-// passed since it started, so that the GPU had its time to come up; or, with
-// WithRestartOnDeviceLoss, when a device was lost after init. A failure of
-// class no-gpu or needs-operator leaves it 200: a restart cannot help, and a
-// Kubernetes pod must not crash-loop for it; readiness, the status and
-// gpuprobe's metrics carry the class, so that an alert can fire. Preflight
-// children and the waits between their retries never fail liveness: they run
-// in other processes, under their own deadlines. Pair liveness with a
-// Kubernetes startupProbe on the readiness path whose failureThreshold ×
-// periodSeconds exceeds the deadline (see the README's example).
+// its deadline ([WithInitDeadline], default [DefaultInitDeadline]: the
+// process is wedged); when the initialization failed for a reason that was
+// expected to clear (not-yet: a fresh process may succeed) and the same
+// deadline has passed since it started, so that the GPU had its time to come
+// up; or, with [WithRestartOnDeviceLoss], when a device was lost after init. A
+// failure of class no-gpu or needs-operator leaves it 200: a restart cannot
+// help, and a Kubernetes pod must not crash-loop for it; readiness, the status
+// and gpuprobe's metrics carry the class, so that an alert can fire. Preflight
+// children and the waits between their retries never fail liveness: they run in
+// other processes, under their own deadlines. Pair liveness with a Kubernetes
+// startupProbe on the readiness path whose failureThreshold × periodSeconds
+// exceeds the deadline (see the README's example).
 //
 // Both probes are allocation-free on every path but a failure's first
 // answer, and never call the backend. A Health is safe for concurrent use. It
-// logs, through log/slog, the state changes it observes. It holds no global
-// state; Close releases the background initialization's waiter.
+// logs, through [log/slog], the state changes it observes. It holds no global
+// state; [Health.Close] releases the background initialization's waiter.
 package health
 
 import (

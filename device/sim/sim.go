@@ -1,8 +1,11 @@
-// Package sim is gpuinit's simulated GPU backend, registered as "sim": pure Go,
-// always available, with plausible CUDA-like devices whose Philox generators
-// draw exactly cuRAND's numbers. Its errors come from the same code table as the
-// cuda backend's, so a simulated failure reads as the real one does. The
-// failures it can simulate are asked for through options or the environment:
+// Package sim is gpuinit's simulated GPU backend, registered as "sim".
+//
+// It is pure Go, always available, with plausible CUDA-like devices whose
+// Philox generators draw exactly cuRAND's numbers ([philox.FillCURAND]). Its
+// errors come from the same code table as the cuda backend's, so a simulated
+// failure reads as the real one does. The failures it can simulate are asked
+// for through options ([WithFailure], [WithDevices], [WithInitDelay]) or the
+// environment ([OptionsFromEnv]):
 //
 //	GPUINIT_SIM_DEVICES     number of devices, 0..64 (default 2; 0 fails Init with no-device)
 //	GPUINIT_SIM_INIT_DELAY  how long Init takes, a time.ParseDuration string (default 0)

@@ -1,10 +1,12 @@
-// Package philox is Philox4x32-10 (Salmon et al., SC'11) on the CPU, bit-exact
-// with cuRAND: Block is the counter-based permutation; Stream draws what
-// curand_init and curand draw on the device; FillCURAND and FillSequential write
-// what the cuRAND and rocRAND host generators write for a seed and offset.
+// Package philox is Philox4x32-10 on the CPU, bit-exact with cuRAND.
+//
+// Philox4x32-10 is Salmon et al.'s (SC'11): [Block] is the counter-based
+// permutation; [Stream] draws what curand_init and curand draw on the device;
+// [FillCURAND] and [FillSequential] write what the cuRAND and rocRAND host
+// generators write for a seed and offset.
 //
 // Everything here is pure, deterministic and safe for concurrent use, except a
-// Stream, which belongs to one goroutine at a time.
+// [Stream], which belongs to one goroutine at a time.
 package philox
 
 import "math/bits"
