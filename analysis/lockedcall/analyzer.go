@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
 	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*Obligations)(nil), (*Promises)(nil)},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -61,12 +61,15 @@ type checker struct {
 	stores       *storeIndex                        // built on first use
 
 	summaries        map[*ssa.Function][]outCall     // top-level functions' outside calls
+	cycles           cycleState                      // summaries being built (cycle.go)
+	provisional      map[*ssa.Function]bool          // analyzed with unfinished summaries
 	closureSummaries map[*ssa.Function][]outCall     // closures', in their parent's context
 	imported         map[*types.Func]*CallSummary    // other packages' facts, nil if none
 	releasedAt       map[ssa.Instruction]releaseSeen // see afterRelease
 	condFields       map[*types.Var]condFieldSteps   // see condSteps
 	heldSites        map[ssa.Instruction]siteLock    // static calls of the package's functions made holding a lock
 	exporting        bool                            // exportHooks is asking: an unset hook may still be exported
+	outsideHooks     map[HookRef]bool                // hooks that imported packages set from outside; built on first use
 
 	// For internal packages (sources.go, obligation.go, obligcheck.go).
 	sourceMemo    map[sourceKey]sourced
@@ -95,6 +98,8 @@ func run(pass *analysis.Pass) (any, error) {
 		summaries:        map[*ssa.Function][]outCall{},
 		closureSummaries: map[*ssa.Function][]outCall{},
 		imported:         map[*types.Func]*CallSummary{},
+		cycles:           cycleState{low: noLow},
+		provisional:      map[*ssa.Function]bool{},
 		releasedAt:       map[ssa.Instruction]releaseSeen{},
 		condFields:       map[*types.Var]condFieldSteps{},
 		heldSites:        map[ssa.Instruction]siteLock{},
@@ -112,7 +117,14 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, fn := range funcs {
 		switch {
 		case fn.Parent() == nil:
-			findings = append(findings, c.analyzeTopLevel(fn).findings...)
+			r := c.analyzeTopLevel(fn)
+			if c.provisional[fn] {
+				// Analyzed while a cycle's summaries were being built: its
+				// findings may lack what the cycle calls.
+				r = c.analyze(&funcCtx{fn: fn}, newLockState())
+				c.results[fn] = r
+			}
+			findings = append(findings, r.findings...)
 		case fn.Synthetic == rangeYieldSynthetic:
 			// Analyzed with its loop, from the state the loop starts in.
 		case c.relevant(fn):
@@ -133,6 +145,7 @@ func run(pass *analysis.Pass) (any, error) {
 	c.reportAll(findings)
 	if summaryFacts {
 		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not
+		c.exportOutsideHooks()
 	}
 	return nil, nil
 }
@@ -165,7 +178,13 @@ func (c *checker) analyzeTopLevel(fn *ssa.Function) result {
 	c.inProgress[fn] = true
 	var r result
 	if c.relevant(fn) {
+		// An analysis started while summaries are being built (from
+		// summaryOf) may see some of them unfinished.
+		low := c.cycles.low
+		c.cycles.low = noLow
 		r = c.analyze(&funcCtx{fn: fn}, newLockState())
+		c.provisional[fn] = c.cycles.low != noLow
+		c.cycles.low = min(low, c.cycles.low)
 	}
 	delete(c.inProgress, fn)
 	c.results[fn] = r

@@ -123,8 +123,11 @@
 //   - across the module: an exported package variable or field of an internal
 //     package that its package sets only to visible code (var TimeNow =
 //     time.Now), carried by a VisibleHook fact, and the results of calling
-//     such a hook when they are visible code too; an exported hook of a public
-//     package stays from outside;
+//     such a hook when they are visible code too, unless a package that the
+//     user imports, directly or not, sets it to code from outside (a public
+//     package's func SetSleep(f func()) { clock.Sleep = f }), as its
+//     OutsideHooks fact says; an exported hook of a public package stays
+//     from outside;
 //   - a field of an object the package made itself, from visible code only
 //     (c.lru = lru.New(c.onEvicted)), and a struct value only the package
 //     reaches (var pool = sync.Pool{New: ...}), as seen by the callee's
@@ -195,7 +198,10 @@
 //
 // Each function is summarized once, from its callees' summaries, and a
 // summary holds at most eight outside calls with chains of at most eight
-// functions, so the work stays linear in the size of the package. Other
+// functions, so the work stays linear in the size of the package. Functions
+// that call each other (a → b → a, or a function that calls itself) are
+// summarized together, again while any of their summaries changes and at
+// most eight times, so that each lists what the whole cycle calls. Other
 // packages' summaries come from CallSummary facts; a callee's outside calls
 // that it finds by itself (its own table's elements, its package variables)
 // are not carried across packages.
@@ -226,8 +232,10 @@
 //     a slice, or the result of an interface method that no rule covers stays
 //     from outside there.
 //   - An exported hook of an internal package is visible by what its own
-//     package and the package using it store; a store by a package that the
-//     user does not import (a test of a third package) is not seen.
+//     package, the package using it, and the packages that one imports,
+//     directly or not, store (OutsideHooks facts name the hooks set to code
+//     from outside); a store by a package of the module that the user does
+//     not import (a sibling package, a test of a third package) is not seen.
 //   - The result of an interface method call is from outside, even where every
 //     implementation is the module's own, unless the interface is of an
 //     internal package of the module (see Internal packages).
@@ -249,6 +257,8 @@
 //   - Summaries are of what a function may call as it runs, whatever it holds
 //     then; a call made after the function released its caller's lock on
 //     every path is left out, one released on some paths is not.
+//   - A cycle of calls whose summaries still change after eight rounds (a
+//     walk down x.next, x.next.next, ...) keeps what the eighth found.
 //   - A goroutine handoff is seen only within one function: a func literal
 //     started with go, and a receive from its channel or a WaitGroup Wait,
 //     both with the lock held. A goroutine started elsewhere, a callback sent

@@ -67,7 +67,7 @@ func TestChainsAcrossPackages(t *testing.T) {
 }
 
 func TestModuleVisibility(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "modvis/internal/clock", "modvis/internal/transport", "modvis/public", "modvis/client")
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "modvis/internal/clock", "modvis/internal/transport", "modvis/knobs", "modvis/public", "modvis/client")
 }
 
 func TestGoroutineHandoff(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/ssa"
+	"golang.org/x/tools/go/types/objectpath"
 )
 
 // resultVisible reports whether result i of fn only ever holds visible code:
@@ -151,12 +152,13 @@ func (c *checker) ownsHook(obj types.Object) bool {
 // moduleHook is the rest of the verdict on a hook whose stores in this
 // package are visible: an exported one of this package must be set here at
 // least once (the module's other packages are not seen); one of another
-// package needs that package's VisibleHook fact.
+// package needs that package's VisibleHook fact, and no package this one
+// imports may set it to code from outside (an OutsideHooks fact).
 func (c *checker) moduleHook(obj types.Object, stores int) bool {
 	switch {
 	case obj.Pkg() != c.pass.Pkg:
 		var fact VisibleHook
-		return c.pass.ImportObjectFact(obj, &fact) && (!fact.Unset || stores > 0)
+		return c.pass.ImportObjectFact(obj, &fact) && (!fact.Unset || stores > 0) && !c.setOutside(obj)
 	case obj.Exported():
 		return stores > 0 || c.exporting
 	}
@@ -237,4 +239,125 @@ func (c *checker) exportHooks(pkg *ssa.Package) {
 			c.pass.ExportObjectFact(v, &VisibleHook{Unset: len(c.index().fieldStores[v]) == 0})
 		}
 	}
+}
+
+// OutsideHooks is the package fact lockedcall exports for a package of the
+// module that stores code from outside in an exported hook of another of the
+// module's internal packages, or lets its address go, or that imports a
+// package that does: a public package that lets its users set an internal
+// hook (func SetSleep(f func()) { clock.Sleep = f }). The hook's VisibleHook
+// fact says what its own package stores; where such a package is imported,
+// the hook holds code from outside.
+type OutsideHooks struct {
+	Hooks []HookRef
+}
+
+// HookRef names a package variable or field of a package.
+type HookRef struct {
+	Pkg  string // the package's path
+	Path string // the object's path in it (golang.org/x/tools/go/types/objectpath)
+	Name string // as the source spells it: Sleep, Options.OnTick
+}
+
+// AFact marks OutsideHooks as an analysis fact.
+func (*OutsideHooks) AFact() {}
+
+func (f *OutsideHooks) String() string {
+	parts := make([]string, len(f.Hooks))
+	for i, h := range f.Hooks {
+		parts[i] = "sets " + h.Pkg + "." + h.Name + " from outside"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hookRef names obj for an OutsideHooks fact.
+func hookRef(obj types.Object) (HookRef, bool) {
+	if obj.Pkg() == nil {
+		return HookRef{}, false
+	}
+	p, err := objectpath.For(obj)
+	if err != nil {
+		return HookRef{}, false
+	}
+	name := obj.Name()
+	if v, ok := obj.(*types.Var); ok && v.IsField() {
+		if typ, _, ok := strings.Cut(string(p), "."); ok {
+			name = typ + "." + name // the type it is declared in
+		}
+	}
+	return HookRef{Pkg: obj.Pkg().Path(), Path: string(p), Name: name}, true
+}
+
+// setOutside reports whether a package this one imports, directly or not,
+// sets the hook obj of another package to code from outside, by their
+// OutsideHooks facts.
+func (c *checker) setOutside(obj types.Object) bool {
+	if c.outsideHooks == nil {
+		c.outsideHooks = map[HookRef]bool{}
+		for _, pf := range c.pass.AllPackageFacts() {
+			if f, ok := pf.Fact.(*OutsideHooks); ok {
+				for _, h := range f.Hooks {
+					c.outsideHooks[h] = true
+				}
+			}
+		}
+	}
+	ref, ok := hookRef(obj)
+	return ok && c.outsideHooks[ref]
+}
+
+// exportOutsideHooks exports the package's OutsideHooks fact: the hooks of the
+// module's other packages, visible by their VisibleHook facts, that it stores
+// code from outside in or lets the address of go, and those that the
+// packages it imports name (go vet hands on only direct imports' package
+// facts).
+func (c *checker) exportOutsideHooks() {
+	ix := c.index()
+	set := map[HookRef]bool{}
+	check := func(obj types.Object, stores []storedValue, escaped bool) {
+		if obj == nil || obj.Pkg() == nil || obj.Pkg() == c.pass.Pkg || !c.ownsHook(obj) {
+			return
+		}
+		var fact VisibleHook
+		if !c.pass.ImportObjectFact(obj, &fact) || (!escaped && c.allVisible(stores)) {
+			return
+		}
+		if ref, ok := hookRef(obj); ok {
+			set[ref] = true
+		}
+	}
+	for g, stores := range ix.globalStores {
+		check(g.Object(), stores, ix.escaped[g])
+	}
+	for v, stores := range ix.fieldStores {
+		check(v, stores, ix.escaped[v])
+	}
+	for k := range ix.escaped {
+		switch k := k.(type) {
+		case *ssa.Global:
+			check(k.Object(), nil, true)
+		case *types.Var:
+			check(k, nil, true)
+		}
+	}
+	for _, pf := range c.pass.AllPackageFacts() {
+		if f, ok := pf.Fact.(*OutsideHooks); ok && pf.Package != c.pass.Pkg {
+			for _, h := range f.Hooks {
+				if c.sameModule(h.Pkg) {
+					set[h] = true
+				}
+			}
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	fact := &OutsideHooks{Hooks: make([]HookRef, 0, len(set))}
+	for h := range set {
+		fact.Hooks = append(fact.Hooks, h)
+	}
+	slices.SortFunc(fact.Hooks, func(a, b HookRef) int {
+		return strings.Compare(a.Pkg+"."+a.Path, b.Pkg+"."+b.Path)
+	})
+	c.pass.ExportPackageFact(fact)
 }

@@ -18,8 +18,9 @@ import (
 // call's arguments, still calls something from outside: the helper chain
 // `Add → removeOldest → removeElement → c.onEvict` is reported at the call of
 // removeOldest. Each function is summarized once, from the summaries of the
-// functions it calls, so the work is linear in the size of the package; other
-// packages' summaries come from CallSummary facts.
+// functions it calls, so the work is linear in the size of the package; a
+// cycle of calls is summarized in a few rounds (cycle.go); other packages'
+// summaries come from CallSummary facts.
 
 // outCall is one call of code from outside that a function makes.
 type outCall struct {
@@ -40,6 +41,11 @@ type outCall struct {
 	valSteps []string
 }
 
+// key identifies the code an outside call calls, for a summary to list once.
+func (o outCall) key() string {
+	return o.text + "|" + strings.Join(o.steps, ".") + "|" + strconv.Itoa(o.param)
+}
+
 // plainParam reports whether the code called is the function's parameter
 // itself, whose argument decides whether it is from outside.
 func (o outCall) plainParam() bool { return o.param >= 0 && len(o.steps) == 0 }
@@ -51,7 +57,9 @@ const (
 	maxChain    = 8
 )
 
-// summaryOf returns what code from outside fn calls as it runs.
+// summaryOf returns what code from outside fn calls as it runs. A function
+// in a cycle of calls (a → b → a) is summarized with the others of the cycle
+// until none of their summaries changes (see cycle.go).
 func (c *checker) summaryOf(fn *ssa.Function) []outCall {
 	if origin := fn.Origin(); origin != nil {
 		fn = origin
@@ -59,13 +67,19 @@ func (c *checker) summaryOf(fn *ssa.Function) []outCall {
 	if s, ok := c.summaries[fn]; ok {
 		return s
 	}
-	c.summaries[fn] = nil // a recursive call adds nothing the cycle does not already call
 	if c.srcFuncs[fn] && fn.Parent() == nil {
 		c.analyzeTopLevel(fn) // to know where it has released its caller's locks
+		if s, ok := c.summaries[fn]; ok {
+			return s
+		}
 	}
-	var s []outCall
-	if c.srcFuncs[fn] || (fn.Synthetic != "" && len(fn.Blocks) > 0) {
-		s = c.bodyCalls(&funcCtx{fn: fn}, 0)
+	if !c.srcFuncs[fn] && (fn.Synthetic == "" || len(fn.Blocks) == 0) {
+		s := c.importedCalls(fn)
+		c.summaries[fn] = s
+		return s
+	}
+	return c.cycleSummary(fn, func() []outCall {
+		s := c.bodyCalls(&funcCtx{fn: fn}, 0)
 		if c.srcFuncs[fn] {
 			for i := range s {
 				if !s[i].plainParam() {
@@ -73,11 +87,8 @@ func (c *checker) summaryOf(fn *ssa.Function) []outCall {
 				}
 			}
 		}
-	} else {
-		s = c.importedCalls(fn)
-	}
-	c.summaries[fn] = s
-	return s
+		return s
+	}, func(s []outCall) { c.summaries[fn] = s })
 }
 
 // bodyCalls collects the outside calls of the function in ctx, closures it
@@ -140,18 +151,16 @@ func (c *checker) closureCalls(ref closureRef, depth int) []outCall {
 	if depth > maxClosureDepth {
 		return nil
 	}
-	memoized := ref.ctx.caller == nil
-	if s, ok := c.closureSummaries[ref.fn]; ok && memoized {
+	compute := func() []outCall {
+		return c.bodyCalls(&funcCtx{fn: ref.fn, parent: ref.ctx, bindings: ref.bindings, depth: ref.ctx.depth + 1}, depth)
+	}
+	if ref.ctx.caller != nil {
+		return compute()
+	}
+	if s, ok := c.closureSummaries[ref.fn]; ok {
 		return s
 	}
-	if memoized {
-		c.closureSummaries[ref.fn] = nil // recursion guard
-	}
-	s := c.bodyCalls(&funcCtx{fn: ref.fn, parent: ref.ctx, bindings: ref.bindings, depth: ref.ctx.depth + 1}, depth)
-	if memoized {
-		c.closureSummaries[ref.fn] = s
-	}
-	return s
+	return c.cycleSummary(closureKey{ref.fn}, compute, func(s []outCall) { c.closureSummaries[ref.fn] = s })
 }
 
 // atCall translates an outside call e of the callee g to the call common made
@@ -339,7 +348,7 @@ func (s *outCallSet) add(calls ...outCall) {
 		if len(s.calls) >= maxOutCalls {
 			return
 		}
-		key := o.text + "|" + strings.Join(o.steps, ".") + "|" + strconv.Itoa(o.param)
+		key := o.key()
 		if s.seen[key] {
 			continue
 		}

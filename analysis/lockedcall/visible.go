@@ -218,7 +218,8 @@ func fieldVar(t types.Type, i int) *types.Var {
 // An exported field of an internal package of the module counts too, when
 // the package stores only visible code in it and at least once (see
 // moduleHook); so does one of another package of the module, by its
-// VisibleHook fact.
+// VisibleHook fact, unless an imported package sets it to code from outside
+// (an OutsideHooks fact).
 func (c *checker) fieldHoldsVisible(v *types.Var) bool {
 	if v == nil || !c.ownsHook(v) {
 		return false

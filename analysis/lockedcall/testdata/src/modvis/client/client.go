@@ -1,3 +1,5 @@
+// want package:"\\) sets modvis/internal/clock.Options.OnTick from outside; sets modvis/internal/clock.Sleep2 from outside; sets modvis/internal/clock.Yield2 from outside}"
+
 // Package client calls, under its lock, function values that the module's
 // internal packages made: they are visible code.
 package client
@@ -35,6 +37,10 @@ func (c *Client) Tick() time.Time {
 	c.close()
 	c.stop()
 	clock.Sleep(0)
-	public.Hook() // want `call of public.Hook \(a package variable\) while c.mu is held`
+	public.Hook()  // want `call of public.Hook \(a package variable\) while c.mu is held`
+	clock.Sleep2() // want `call of clock.Sleep2 \(a package variable\) while c.mu is held`
+	clock.Yield2() // want `call of clock.Yield2 \(a package variable\) while c.mu is held`
+	clock.Gosched()
+	clock.Default.OnTick() // want `call of clock.Default.OnTick \(a field\) while c.mu is held`
 	return clock.Now()
 }
