@@ -160,8 +160,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 		}
 		b.Next = time.Now().Add(backoff)
 		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
-		wait := time.NewTimer(backoff)
-		<-wait.C // the initialization has no caller to stop it: lazy gives it no cancellation
+		retryWait(backoff)
 		b.Next = time.Time{}
 		backoff = min(2*backoff, preflight.MaxBackoff)
 		pending = retry
@@ -198,6 +197,14 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 		r.driverVersions.Store(reg.Name, v)
 	}
 	return b, c, devices, false, err
+}
+
+// retryWait waits d before the next preflight attempt. The initialization
+// has no caller to stop it (lazy gives it no cancellation). Tests replace it
+// to see each wait without sleeping.
+var retryWait = func(d time.Duration) {
+	t := time.NewTimer(d)
+	<-t.C
 }
 
 // failure is reg's failure err, with the driver version its backend read.

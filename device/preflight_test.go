@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,34 +106,18 @@ func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
 	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
 }
 
-// TestRetriesBackOffDoublingUpToTheCap watches the waits between children
-// through BringUp: each PhaseWaiting says when the next attempt starts.
+// TestRetriesBackOffDoublingUpToTheCap: the waits between children start at
+// Backoff and double up to MaxBackoff.
 func TestRetriesBackOffDoublingUpToTheCap(t *testing.T) {
 	rt, _ := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
 	t.Setenv(envChildDoes, "not-ready-times")
 	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 	t.Setenv(envChildTimes, "5")
-	waits := map[time.Time]time.Duration{} // each wait's start -> its length
-	done := make(chan error, 1)
-	go func() { done <- rt.Init(context.Background()) }()
-	for watching := true; watching; {
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-			watching = false
-		default:
-			if b := rt.BringUp(); b.Phase == device.PhaseWaiting {
-				waits[b.Since] = b.Next.Sub(b.Since)
-			}
-			runtime.Gosched()
-		}
-	}
-	starts := slices.SortedFunc(maps.Keys(waits), func(a, b time.Time) int { return a.Compare(b) })
-	require.Len(t, starts, 5, "five children saw 802, each followed by a wait")
-	for i, want := range []time.Duration{10, 20, 40, 40, 40} {
-		want *= time.Millisecond
-		assert.InDelta(t, want, waits[starts[i]], float64(time.Millisecond), "wait %d: doubling from Backoff, capped at MaxBackoff", i+1)
-	}
+	waits := device.RecordRetryWaits(t)
+	require.NoError(t, rt.Init(context.Background()))
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms}, waits(),
+		"five children saw 802, each followed by a wait: doubling from Backoff, capped at MaxBackoff")
 	assert.Equal(t, 6, rt.BringUp().Attempts)
 }
 
