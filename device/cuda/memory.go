@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -34,23 +35,22 @@ func (b *Backend) MemoryInfo(ordinal int) (free, total uint64, err error) {
 //     recreates it, and the release right after destroys it again.
 //
 // Otherwise the error wraps driver.ErrNotSupported and says why: unknown, never
-// a wrong number. That includes every device while the devices' integrated
-// attribute cannot be read, since NVML's figure is wrong for an integrated
-// one. It is safe from many goroutines. Through NVML or meminfo it allocates
+// a wrong number. That includes a device while its integrated attribute
+// cannot be read, since NVML's figure is wrong for an integrated one. It is safe from many goroutines. Through NVML or meminfo it allocates
 // nothing after the first call per device; the driver path allocates a few
 // bytes per call.
 func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	if err := checkOrdinal("cuMemGetInfo_v2", ordinal); err != nil {
 		return driver.Memory{}, err
 	}
-	integrated, err := integratedDevices()
+	integrated, err := integratedDevice(ordinal)
 	if err != nil {
 		// Not knowing is not "discrete": on an integrated GPU (GB10) NVML
 		// would answer with the host's RAM as if it were free VRAM.
 		return driver.Memory{}, fmt.Errorf("%w: cuda: device %d's free memory is unknown: whether it shares the host's memory (integrated) could not be read, and NVML's figure for such a device is wrong: %w",
 			driver.ErrNotSupported, ordinal, err)
 	}
-	if integrated[ordinal] {
+	if integrated {
 		avail, total, err := hostmem.Read()
 		if err != nil {
 			return driver.Memory{}, fmt.Errorf("%w: cuda: device %d shares the host's memory, whose available figure is unknown: %w", driver.ErrNotSupported, ordinal, err)
@@ -80,31 +80,39 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	return driver.Memory{Free: free, Total: total, Source: driver.MemoryDriverContext}, nil
 }
 
-// integrated holds the devices' CU_DEVICE_ATTRIBUTE_INTEGRATED once all of
-// them have been read.
-var integrated atomic.Pointer[[]bool]
+// sharesHostMemory holds each device's CU_DEVICE_ATTRIBUTE_INTEGRATED once
+// read: 0 while unknown, 1 discrete, 2 integrated. It is made once, after
+// Init has counted the devices.
+var sharesHostMemory = sync.OnceValue(func() []atomic.Int32 { return make([]atomic.Int32, state.count.Load()) })
 
-// integratedDevices are the devices' CU_DEVICE_ATTRIBUTE_INTEGRATED, read at
-// the first memory read and kept. A failed read is not kept, unlike
-// once.Value's: a device's memory is unknown while the attribute cannot be
-// read, not for the rest of the process. Callers that race on the first read
-// each read; the answers are the same.
-func integratedDevices() ([]bool, error) {
-	if p := integrated.Load(); p != nil {
-		return *p, nil
+// integratedDevice reports whether device ordinal shares the host's memory,
+// read at its first memory read and kept. A failed read is not kept, unlike
+// once.Value's: the device's memory is unknown while its attribute cannot be
+// read, not for the rest of the process, and no other device's is. Callers
+// that race on the first read each read; the answers are the same.
+func integratedDevice(ordinal int) (bool, error) {
+	known := sharesHostMemory()
+	if ordinal >= len(known) {
+		return false, fmt.Errorf("cuda: device %d is not among the %d counted at Init", ordinal, len(known))
 	}
-	out := make([]bool, state.count.Load())
-	for i := range out {
-		dev, r := api.deviceGet(i)
-		if err := check("cuDeviceGet", r); err != nil {
-			return nil, err
-		}
-		v, r := api.deviceGetAttribute(attrIntegrated, dev)
-		if err := check("cuDeviceGetAttribute(18)", r); err != nil {
-			return nil, err
-		}
-		out[i] = v != 0
+	switch known[ordinal].Load() {
+	case 1:
+		return false, nil
+	case 2:
+		return true, nil
 	}
-	integrated.Store(&out)
-	return out, nil
+	dev, r := api.deviceGet(ordinal)
+	if err := check("cuDeviceGet", r); err != nil {
+		return false, err
+	}
+	v, r := api.deviceGetAttribute(attrIntegrated, dev)
+	if err := check("cuDeviceGetAttribute(18)", r); err != nil {
+		return false, err
+	}
+	if v != 0 {
+		known[ordinal].Store(2)
+		return true, nil
+	}
+	known[ordinal].Store(1)
+	return false, nil
 }
