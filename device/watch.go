@@ -62,6 +62,12 @@ type healthWatch struct {
 	abandoned bool          // Close gave up waiting for done: the goroutine is stuck in the driver
 
 	published atomic.Pointer[[]DeviceHealth] // a copy, for Health
+
+	// events is held for reading while one event is applied, and for
+	// writing while Close stops applying them, so that no event that passed
+	// the check lands after Close has returned.
+	events  sync.RWMutex
+	stopped bool // guarded by events: no more events are applied
 }
 
 // Health reports each device's health as the Runtime's health watch knows
@@ -111,7 +117,9 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 	// have abandoned it, and its record must not be overwritten by a call
 	// that returns later.
 	report := func(ev driver.HealthEvent) {
-		if ctx.Err() == nil {
+		h.events.RLock()
+		defer h.events.RUnlock()
+		if !h.stopped && ctx.Err() == nil {
 			r.onHealthEvent(ev)
 		}
 	}
@@ -142,6 +150,11 @@ func (r *Runtime) stopHealthWatch() {
 		return
 	}
 	cancel()
+	// An event being applied finishes (Go code, no driver call); none
+	// starts after this.
+	h.events.Lock()
+	h.stopped = true
+	h.events.Unlock()
 	t := time.NewTimer(HealthStopGrace)
 	defer t.Stop()
 	select {
