@@ -30,7 +30,9 @@ func (h *Health) Status() http.Handler {
 // Snapshot is the status Status serves: one moment's. Every field agrees
 // with State: a failure, a finish time and devices only once the
 // initialization has finished, losses and health only once it succeeded;
-// and readiness agrees with the losses listed.
+// and readiness agrees with the losses listed. It reads again while the
+// state or the losses move on, four times at most: under a storm of losses
+// the last read is served as it is.
 func (h *Health) Snapshot() Status {
 	// The state can move on while the rest is read; states only move
 	// forward, so reading until the state before and after agree ends
