@@ -209,7 +209,7 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 		return fmt.Errorf("%w: backend %s is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one",
 			ErrNotCompiled, given, backendsPackage, shippedPackages[name])
 	}
-	if want := g.suggest(name); want != "" {
+	if want := g.Suggest(name); want != "" {
 		return fmt.Errorf("%w: unknown backend %s: did you mean %q? (backend names are %s, in lower case)",
 			ErrNotCompiled, given, want, strings.Join(g.Known(), ", "))
 	}
@@ -219,9 +219,12 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 // aliases are names users reach for that mean a backend.
 var aliases = map[string]string{"rocm": "hip", "amd": "hip", "amdgpu": "hip", "nvidia": "cuda", "nv": "cuda", "simulated": "sim"}
 
-// suggest is the backend name meant by name, a known one in another case or
-// an alias, or "".
-func (g *Registry) suggest(name string) string {
+// Suggest returns the backend name meant by name, given in another case or
+// as an alias ("CUDA", "rocm", "Sim"): a registered or shipped backend's
+// name, "auto", or "" when name means none. Open's error for an unknown name
+// says the same; a program that checks a flag or a variable before opening
+// anything can say it first. It is safe for concurrent use.
+func (g *Registry) Suggest(name string) string {
 	lower := strings.ToLower(strings.TrimSpace(name))
 	if lower == "auto" {
 		return "auto"

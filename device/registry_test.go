@@ -415,3 +415,13 @@ func TestRequireDriverVersionRefusesFloorsThatNeverApply(t *testing.T) {
 	require.NoError(t, auto.Init(context.Background()))
 	assert.ErrorContains(t, auto.RequireDriverVersion("cuda", sim.DriverVersion), "call it before the first Init")
 }
+
+func TestSuggestNamesTheBackendMeant(t *testing.T) {
+	var g device.Registry
+	for name, want := range map[string]string{
+		"CUDA": "cuda", " Sim ": "sim", "rocm": "hip", "AMD": "hip", "nvidia": "cuda", "AUTO": "auto",
+		"cuda": "cuda", "metal": "", "": "",
+	} {
+		assert.Equal(t, want, g.Suggest(name), "Suggest(%q)", name)
+	}
+}

@@ -48,20 +48,12 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// backendAliases are names users reach for that mean a backend. The library
-// has the same suggestion (device.Registry's), but only inside Open's error,
-// not as an API of its own; gpuprobe checks its flag before opening anything.
-var backendAliases = map[string]string{"rocm": "hip", "amd": "hip", "amdgpu": "hip", "nvidia": "cuda", "nv": "cuda", "simulated": "sim"}
-
 // suggestBackend is the known backend name meant by name, given in another
-// case or as an alias, or "".
+// case or as an alias (the library's suggestion, among the names this
+// binary knows), or "".
 func suggestBackend(name string, known []string) string {
-	lower := strings.ToLower(strings.TrimSpace(name))
-	if a := backendAliases[lower]; a != "" {
-		lower = a
-	}
-	if slices.Contains(known, lower) {
-		return lower
+	if meant := device.DefaultRegistry.Suggest(name); slices.Contains(known, meant) {
+		return meant
 	}
 	return ""
 }
