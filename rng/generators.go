@@ -2,8 +2,6 @@ package rng
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -250,14 +248,6 @@ func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return seed, g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
-}
-
-func randomSeed() (uint64, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("rng: reading a random seed: %w", err)
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // SetState sets device ordinal's seed and offset, like torch.cuda.set_rng_state.
