@@ -3,6 +3,7 @@ package device_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -61,16 +62,34 @@ func TestCloseAbandonsAHealthWatchStuckInTheDriver(t *testing.T) {
 	})
 }
 
-// TestCloseWaitsForAHealthWatchThatStops: a watch that returns at its
-// context's end is waited for, not abandoned.
+// slowToStop is a sim whose health watch takes half a second to return once
+// told to stop, as a wait in the driver finishing its timeout.
+type slowToStop struct {
+	*sim.Backend
+	returned atomic.Bool
+}
+
+func (b *slowToStop) WatchHealth(ctx context.Context, _ func(driver.HealthEvent)) error {
+	<-ctx.Done()
+	time.Sleep(500 * time.Millisecond)
+	b.returned.Store(true)
+	return nil
+}
+
+func (b *slowToStop) Unwrap() driver.Backend { return b.Backend }
+
+// TestCloseWaitsForAHealthWatchThatStops: a watch that returns within
+// HealthStopGrace is waited for, not abandoned.
 func TestCloseWaitsForAHealthWatchThatStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := device.New(sim.New())
+		b := &slowToStop{Backend: sim.New()}
+		rt := device.New(b)
 		require.NoError(t, rt.Init(context.Background()))
 		synctest.Wait()
 		start := time.Now()
 		require.NoError(t, rt.Close())
-		assert.Zero(t, time.Since(start))
+		assert.True(t, b.returned.Load(), "Close returned after the watch did")
+		assert.Equal(t, 500*time.Millisecond, time.Since(start), "the watch's half second, no more")
 		assert.False(t, rt.HealthWatchAbandoned())
 	})
 }
