@@ -286,3 +286,16 @@ func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
 		})
 	}
 }
+
+// TestAnUnkillableChildIsSaidToBe: a hung child that SIGKILL did not end
+// within the reap bound (stuck in uninterruptible sleep in a kernel driver;
+// internal/hangcheck's tests give up on such a child by that bound) is
+// reported as hung and not killed, and classed as a hang.
+func TestAnUnkillableChildIsSaidToBe(t *testing.T) {
+	err := error(&device.PreflightError{Backend: "cuda", Command: "server", Attempt: 2, Took: 33 * time.Second,
+		Hung: true, Unkillable: true, Call: "cuInit"})
+	assert.ErrorContains(t, err, "device: cuda: preflight child 2 (server) hung for 33s, and could not be killed: it is stuck in the kernel driver")
+	assert.ErrorContains(t, err, "cuInit")
+	assert.ErrorIs(t, err, device.ErrInitHung)
+	assert.Equal(t, device.NotYet, device.ClassOf(err))
+}
