@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,38 +20,63 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBringUpOverTheFakeDriver runs the server over the fake libcuda in
-// each way a driver's init goes wrong, with the preflight on as the server
-// has it by default, and checks what its three health paths answer, what the
-// status says, how often the server's own process called cuInit (from the
-// fake's call log, which names each caller's pid), and that no child is left.
+// TestBringUpOverTheFakeDriver runs the server over the fake libcuda and the
+// fake libamdhip64 in each way a driver's init goes wrong, with the preflight
+// on as the server has it by default, and checks what its three health paths
+// answer, what the status says, how often the server's own process called
+// the driver's init (from the fake's call log, which names each caller's
+// pid), and that no child is left.
 func TestBringUpOverTheFakeDriver(t *testing.T) {
-	lib := fakedriver.Build(t, fakedriver.CUDA)
+	for _, vendor := range []struct {
+		backend, init string // -backend, and the fake's init call
+		fake          string // the prefix of the fake's variables
+		env           func(t *testing.T, log fakedriver.CallLog) []string
+		notReady      []string // an init that is not ready yet twice, then is
+	}{
+		{"cuda", "cuInit", "GPUINIT_FAKE_CUDA", func(t *testing.T, log fakedriver.CallLog) []string {
+			return []string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.Build(t, fakedriver.CUDA),
+				"GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10", "GPUINIT_FAKE_CUDA_LOG=" + string(log)}
+		}, []string{"GPUINIT_FAKE_CUDA_INIT=802", "GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=2"}},
+		// hipInit's 100 is not-yet only where /dev/kfd exists: the
+		// driver has not found the GPU yet.
+		{"hip", "hipInit", "GPUINIT_FAKE_HIP", func(t *testing.T, log fakedriver.CallLog) []string {
+			dev := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o644))
+			return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.Build(t, fakedriver.HIP), "GPUINIT_DEV_ROOT=" + dev,
+				"GPUINIT_SYSFS_ROOT=" + t.TempDir(), "GPUINIT_FAKE_HIP_LOG=" + string(log)}
+		}, []string{"GPUINIT_FAKE_HIP_INIT=100", "GPUINIT_FAKE_HIP_INIT_FAIL_TIMES=2"}},
+	} {
+		t.Run(vendor.backend, func(t *testing.T) {
+			bringUpOverTheFake(t, vendor.backend, vendor.init, vendor.fake, vendor.env, vendor.notReady)
+		})
+	}
+}
+
+func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv func(*testing.T, fakedriver.CallLog) []string, notReady []string) {
 	for _, tc := range []struct {
 		name  string
 		env   []string
 		state string // where the runtime ends up, or stays
 		class string // the failure's class, or the last attempt's
 		kind  string // the last attempt's error kind
-		// cuInit calls in the server's process and in its children
+		// init calls in the server's process and in its children
 		inServer, minInChildren int
 		ready, live             bool
 	}{
-		{name: "an init that hangs for ever", env: []string{"GPUINIT_FAKE_CUDA_INIT_HANG=1"}, state: "initializing",
+		{name: "an init that hangs for ever", env: []string{fake + "_INIT_HANG=1"}, state: "initializing",
 			class: "not-yet", kind: "hang", inServer: 0, minInChildren: 2, ready: false, live: true},
-		{name: "an init that crashes", env: []string{"GPUINIT_FAKE_CUDA_INIT_CRASH=1"}, state: "initializing",
+		{name: "an init that crashes", env: []string{fake + "_INIT_CRASH=1"}, state: "initializing",
 			class: "not-yet", inServer: 0, minInChildren: 2, ready: false, live: true},
-		{name: "802 twice, across processes, then ready", env: []string{"GPUINIT_FAKE_CUDA_INIT=802", "GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=2"},
+		{name: "not ready twice, across processes, then ready", env: notReady,
 			state: "ready", class: "not-yet", inServer: 1, minInChildren: 3, ready: true, live: true},
-		{name: "an init slow by 200 ms", env: []string{"GPUINIT_FAKE_CUDA_INIT_DELAY_MS=200"}, state: "ready",
+		{name: "an init slow by 200 ms", env: []string{fake + "_INIT_DELAY_MS=200"}, state: "ready",
 			inServer: 1, minInChildren: 1, ready: true, live: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := fakedriver.NewCallLog(t)
-			env := append([]string{"GPUINIT_CUDA_LIBRARY=" + lib, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10",
-				"GPUINIT_FAKE_CUDA_LOG=" + string(log), "GPUINIT_FAKE_LOG_PID=1",
-				"GPUINIT_FAKE_CUDA_INIT_FAIL_FILE=" + filepath.Join(t.TempDir(), "inits")}, tc.env...)
-			url, cmd := startServer(t, env, "-backend", "cuda", "-preflight", "400ms", "-init-deadline", "100ms")
+			env := append(append(vendorEnv(t, log), "GPUINIT_FAKE_LOG_PID=1",
+				fake+"_INIT_FAIL_FILE="+filepath.Join(t.TempDir(), "inits")), tc.env...)
+			url, cmd := startServer(t, env, "-backend", backend, "-preflight", "400ms", "-init-deadline", "100ms")
 			get(t, url+health.ReadyPath) // starts init
 			var st health.Status
 			if tc.state == "ready" {
@@ -91,14 +117,14 @@ func TestBringUpOverTheFakeDriver(t *testing.T) {
 				t.Fatal("SIGTERM did not stop the server")
 			}
 			inServer, inChildren := 0, 0
-			for _, line := range log.Lines(t, "cuInit") {
+			for _, line := range log.Lines(t, initCall) {
 				if strings.HasSuffix(line, " pid="+strconv.Itoa(cmd.Process.Pid)) {
 					inServer++
 				} else {
 					inChildren++
 				}
 			}
-			assert.Equal(t, tc.inServer, inServer, "cuInit in the server's own process: only after a child succeeded")
+			assert.Equal(t, tc.inServer, inServer, "%s in the server's own process: only after a child succeeded", initCall)
 			assert.GreaterOrEqual(t, inChildren, tc.minInChildren)
 			for _, pid := range childPids(t, log, cmd.Process.Pid) {
 				assert.Eventually(t, func() bool { return !childtest.Alive(pid) }, 10*time.Second, 20*time.Millisecond,
