@@ -140,6 +140,10 @@ func TestHealthWatchReportsInjectedEventsUntilCancelled(t *testing.T) {
 		ev := <-got
 		assert.Equal(t, driver.HealthWatching, ev.Kind)
 		assert.Equal(t, ordinal, ev.Ordinal)
+		ev = <-got
+		assert.Equal(t, driver.HealthRead, ev.Kind, "a simulated device's counters: none, read at once")
+		assert.Equal(t, &driver.HealthCounters{}, ev.Counters)
+		assert.Equal(t, ordinal, ev.Ordinal)
 	}
 	b.InjectXid(1, 79)
 	ev := <-got
