@@ -14,6 +14,7 @@ import (
 // 12040) but shows no device, every report keeps that version where it
 // belongs, and none calls sim's 12020 the host's.
 func TestTheHostsDriverVersionIsKept(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	skipIfLinked(t)
 	bin := buildProbe(t)
 	env := append(fakedriver.NoGPUHost(t), "GPUINIT_CUDA_LIBRARY="+fakedriver.BuildInto(t, t.TempDir(), fakedriver.CUDA),

@@ -35,6 +35,7 @@ func labels(t *testing.T, data []byte) map[string]string {
 }
 
 func TestFleetFilesMatchTheReport(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
@@ -69,6 +70,7 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 // TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as README
 // says, and its report says the same verdict as the label and the metric.
 func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
@@ -90,6 +92,7 @@ func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 // TestAFleetFileThatCannotBeWrittenIsAnError: the other file is written all
 // the same, and the report has the error and exit 1.
 func TestAFleetFileThatCannotBeWrittenIsAnError(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom := filepath.Join(dir, "missing", "gpuinit"), filepath.Join(dir, "gpuinit.prom")
@@ -108,6 +111,7 @@ func TestAFleetFileThatCannotBeWrittenIsAnError(t *testing.T) {
 // TestIntervalPrintsEachRoundsReport: stdout has each round's report, as
 // text, or one JSON document per round.
 func TestIntervalPrintsEachRoundsReport(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
@@ -145,6 +149,7 @@ func TestIntervalPrintsEachRoundsReport(t *testing.T) {
 // feature file that cannot be written does not stop the metrics from
 // following the verdict, and each round's report has the error.
 func TestAnUnwritableFeatureFileLeavesTheMetricsCurrent(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom, hook := filepath.Join(dir, "missing", "gpuinit"), filepath.Join(dir, "gpuinit.prom"), filepath.Join(dir, "round.env")

@@ -63,6 +63,7 @@ func decode(t *testing.T, r probeResult) report {
 }
 
 func TestGpuprobeEndToEnd(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 
 	t.Run("sim: every scenario ok, exit 0", func(t *testing.T) {

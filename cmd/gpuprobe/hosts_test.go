@@ -71,6 +71,7 @@ func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 const hostAvailable = 48 << 30
 
 func TestOverTheFakeDrivers(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	free := func(n uint64) *uint64 { return &n }
 	wantDevices := []deviceInfo{
