@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ const envEvents = "GPUINIT_FAKE_NVML_EVENTS"
 
 func TestHealthWatch(t *testing.T) {
 	env, _ := fake(t, fakedriver.CUDA)
+	env = slices.Clip(env) // the parallel subtests append to it
 	nvml := fakedriver.Build(t, fakedriver.NVML)
 	withEvents := func(t *testing.T, extra ...string) []string {
 		events := filepath.Join(t.TempDir(), "events")
@@ -35,20 +37,24 @@ func TestHealthWatch(t *testing.T) {
 		{"the counters a server should see are read", "TestChildCounters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each child has its own fakes' files, and mostly waits in NVML
 			runChild(t, c.child, withEvents(t, "GPUINIT_FAKE_NVML_PERSISTENCE=0", "GPUINIT_FAKE_NVML_ECC_CORRECTED=5",
 				"GPUINIT_FAKE_NVML_REMAP_PENDING=1", "GPUINIT_FAKE_NVML_THROTTLE=72",
 				"GPUINIT_FAKE_NVML_RETIRED_SBE=2", "GPUINIT_FAKE_NVML_RETIRED_DBE=1", "GPUINIT_FAKE_NVML_RETIRED_PENDING=1")...)
 		})
 	}
 	t.Run("an idle watch blocks in NVML's wait, a second at a time", func(t *testing.T) {
+		t.Parallel()
 		log := fakedriver.NewCallLog(t)
 		runChild(t, "TestChildIdleWatch", withEvents(t, "GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log))...)
 	})
 	t.Run("without NVML, health is unknown, said so", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildHealthUnknown", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1",
 			"WANT_WHY=libnvidia-ml.so.1")...)
 	})
 	t.Run("where no device supports events, health is unknown, said so", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildHealthUnknown", withEvents(t, "GPUINIT_FAKE_NVML_NO_EVENTS=1", "WANT_WHY=Jetson")...)
 	})
 }

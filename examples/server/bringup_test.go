@@ -47,6 +47,7 @@ func TestBringUpOverTheFakeDriver(t *testing.T) {
 		}, []string{"GPUINIT_FAKE_HIP_INIT=100", "GPUINIT_FAKE_HIP_INIT_FAIL_TIMES=2"}},
 	} {
 		t.Run(vendor.backend, func(t *testing.T) {
+			t.Parallel() // two servers over their own fakes, mostly waiting on deadlines
 			bringUpOverTheFake(t, vendor.backend, vendor.init, vendor.fake, vendor.env, vendor.notReady)
 		})
 	}
