@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 // TestHealthWatchStops: what the watch does when NVML misbehaves after init.
 func TestHealthWatchStops(t *testing.T) {
 	env, _ := fake(t, fakedriver.CUDA)
+	env = slices.Clip(env) // the parallel subtests append to it
 	nvml := fakedriver.Build(t, fakedriver.NVML)
 	withEvents := func(t *testing.T, extra ...string) []string {
 		events := filepath.Join(t.TempDir(), "events")
@@ -28,13 +30,16 @@ func TestHealthWatchStops(t *testing.T) {
 			"GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log)), extra...)
 	}
 	t.Run("Close returns within its grace though NVML's wait never returns", func(t *testing.T) {
+		t.Parallel() // each child has its own fakes' files, and mostly waits
 		runChild(t, "TestChildCloseAbandonsAHungWatch", withEvents(t, "HANG=wait", "HUNG=nvmlEventSetWait_v2 hang")...)
 	})
 	t.Run("Close returns within its grace though the counters read never returns", func(t *testing.T) {
+		t.Parallel() // each child has its own fakes' files, and mostly waits
 		runChild(t, "TestChildCloseAbandonsAHungWatch", withEvents(t, "GPUINIT_FAKE_NVML_COUNTERS_HANG=1",
 			"HUNG=nvmlDeviceGetPersistenceMode hang")...)
 	})
 	t.Run("the backoff starts again at 1 s once a wait has succeeded", func(t *testing.T) {
+		t.Parallel() // each child has its own fakes' files, and mostly waits
 		runChild(t, "TestChildWatchBackoffResets", withEvents(t)...)
 	})
 }
