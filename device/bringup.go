@@ -2,11 +2,14 @@ package device
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -248,16 +251,29 @@ func bringUpInProcess(ctx context.Context, b driver.Backend, name string, floor 
 	return devices, nil
 }
 
-// classify gives a backend's failure its class, as the host shows now.
+// classify gives a backend's failure its class, as the host shows now. A
+// no-device failure's class comes from evidence: the visibility settings, and
+// whether a GPU device node is given to this process; the evidence is kept in
+// the error, since a status must say why "no GPU" or "not yet".
 func classify(reg driver.Registration, err error) error {
 	f := failure{err: err}
 	var evidence string
 	if reg.Present != nil {
 		f.present, evidence = reg.Present()
 	}
+	if hiding := drivercodes.HidingFor(reg.Visibility); len(hiding) > 0 {
+		f.hidden = strings.Join(hiding, " and ")
+	}
 	c := &classified{err: err, class: classOf(f)}
-	if c.class == NotYet && f.present && !isPreflightError(err) {
-		c.evidence = evidence
+	if errors.Is(err, ErrNoDevice) && !errors.Is(err, ErrNotReady) && !isPreflightError(err) {
+		switch {
+		case f.hidden != "" && c.class == NoGPUHere:
+			c.evidence = f.hidden + " hides every GPU"
+		case c.class == NotYet:
+			c.evidence = evidence + ", so the GPU may not be ready yet"
+		case evidence != "":
+			c.evidence = evidence
+		}
 	}
 	return c
 }

@@ -59,10 +59,12 @@ func (c Class) Describe() string {
 	return ""
 }
 
-// failure is what the class table looks at in an initialization failure.
+// failure is what the class table looks at in an initialization failure:
+// the error, and what the host showed when it happened.
 type failure struct {
 	err     error
-	present bool // the backend's Present saw the vendor's device nodes
+	present bool   // the backend's Present saw a device node given to this process
+	hidden  string // the visibility settings that hide every device, `NAME="value"`; "" if none
 }
 
 func (f failure) op(ops ...string) bool {
@@ -112,9 +114,11 @@ var classRules = []classRule{
 		func(f failure) bool { return errors.Is(f.err, ErrDriverTooOld) }},
 	{NotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
 		func(f failure) bool { return errors.Is(f.err, ErrNotReady) }},
-	{NotYet, "no device, while the vendor's device nodes exist (/dev/nvidia0, /dev/kfd): the driver has not found it yet",
+	{NoGPUHere, "no device, and a visibility setting hides every GPU on purpose (CUDA_VISIBLE_DEVICES empty or -1, NVIDIA_VISIBLE_DEVICES=void, HIP_VISIBLE_DEVICES=-1)",
+		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
+	{NotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
-	{NoGPUHere, "no device, and no device nodes",
+	{NoGPUHere, "no device, and no GPU device node, whatever /proc or sysfs shows of the host (a container given no GPU, an AMD pod without /dev/kfd)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) }},
 	{NotYet, "a preflight child that hung past its deadline, or crashed",
 		func(f failure) bool {
@@ -140,12 +144,12 @@ func classOf(f failure) Class {
 type classified struct {
 	err      error
 	class    Class
-	evidence string // the backend's Present evidence, for a NotYet no-device
+	evidence string // what the host showed that decided a no-device failure's class
 }
 
 func (c *classified) Error() string {
 	if c.evidence != "" {
-		return c.err.Error() + " (" + c.class.String() + ": " + c.evidence + ", so the GPU may not be ready yet)"
+		return c.err.Error() + " (" + c.class.String() + ": " + c.evidence + ")"
 	}
 	return c.err.Error()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestEveryInitializationFailureHasOneClass(t *testing.T) {
@@ -81,16 +83,45 @@ func TestClassNames(t *testing.T) {
 	}
 }
 
-func TestTheRuntimeDecidesNotYetByTheDeviceNodesWhenItFails(t *testing.T) {
-	for _, present := range []bool{false, true} {
-		var g device.Registry
-		g.Register(driver.Registration{Name: "gpu", GPU: true, Present: func() (bool, string) { return present, "/dev/x0 exists" },
-			Open: func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NoDevice)), "gpu"}, nil }})
-		err := openIn(t, &g, "gpu").Init(context.Background())
-		want := map[bool]device.Class{false: device.NoGPUHere, true: device.NotYet}[present]
-		assert.Equal(t, want, device.ClassOf(err), "device nodes %v: %v", present, err)
-		if present {
-			assert.ErrorContains(t, err, "/dev/x0 exists, so the GPU may not be ready yet")
-		}
+func TestANoDeviceFailureIsClassedByWhatTheHostShows(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		present  bool
+		evidence string
+		visible  string // CUDA_VISIBLE_DEVICES; "unset" leaves it unset
+		want     device.Class
+		says     string
+	}{
+		{"a device node, the driver not up yet", true, "/dev/x0 exists", "unset", device.NotYet, "(not-yet: /dev/x0 exists, so the GPU may not be ready yet)"},
+		{"no device node given (a container given no GPU)", false, "no /dev/x0 device node", "unset", device.NoGPUHere, "(no-gpu: no /dev/x0 device node)"},
+		{"every GPU hidden on purpose, -1", true, "/dev/x0 exists", "-1", device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`},
+		{"every GPU hidden on purpose, empty", true, "/dev/x0 exists", "", device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="" hides every GPU)`},
+		{"GPUs chosen, the driver not up yet", true, "/dev/x0 exists", "0", device.NotYet, "so the GPU may not be ready yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CUDA_VISIBLE_DEVICES", tc.visible)
+			t.Setenv("NVIDIA_VISIBLE_DEVICES", "")
+			require.NoError(t, os.Unsetenv("NVIDIA_VISIBLE_DEVICES"))
+			if tc.visible == "unset" {
+				require.NoError(t, os.Unsetenv("CUDA_VISIBLE_DEVICES"))
+			}
+			var g device.Registry
+			g.Register(driver.Registration{Name: "gpu", GPU: true, Visibility: driver.VisibilityCUDA,
+				Present: func() (bool, string) { return tc.present, tc.evidence },
+				Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NoDevice)), "gpu"}, nil }})
+			err := openIn(t, &g, "gpu").Init(context.Background())
+			assert.Equal(t, tc.want, device.ClassOf(err), "%v", err)
+			assert.ErrorContains(t, err, tc.says)
+		})
 	}
+}
+
+func TestNotReadyIsNotYetWhateverTheHostShows(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "-1")
+	var g device.Registry
+	g.Register(driver.Registration{Name: "gpu", GPU: true, Visibility: driver.VisibilityCUDA,
+		Present: func() (bool, string) { return false, "no node" },
+		Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NotReady)), "gpu"}, nil }})
+	err := openIn(t, &g, "gpu").Init(context.Background())
+	assert.Equal(t, device.NotYet, device.ClassOf(err), "%v", err)
 }

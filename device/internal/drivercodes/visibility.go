@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -32,15 +33,32 @@ func hidesEverything(value string) bool {
 }
 
 // Hiding names the variables among vars that hide every device, as
-// `NAME="value"`, or returns nil.
+// `NAME="value"`, or returns nil. HIP reads CUDA_VISIBLE_DEVICES only where
+// HIP_VISIBLE_DEVICES is unset, so a list with both counts the first alone.
 func Hiding(vars []string) []string {
+	_, hipSet := os.LookupEnv("HIP_VISIBLE_DEVICES")
+	hipFamily := slices.Contains(vars, "HIP_VISIBLE_DEVICES")
 	var hiding []string
 	for _, name := range vars {
+		if name == "CUDA_VISIBLE_DEVICES" && hipFamily && hipSet {
+			continue
+		}
 		if v, ok := os.LookupEnv(name); ok && hidesEverything(v) {
 			hiding = append(hiding, fmt.Sprintf("%s=%q", name, v))
 		}
 	}
 	return hiding
+}
+
+// HidingFor is Hiding over the variables of a backend's visibility family.
+func HidingFor(v driver.Visibility) []string {
+	switch v {
+	case driver.VisibilityCUDA:
+		return Hiding(CUDAHiding)
+	case driver.VisibilityROCm:
+		return Hiding(HIPHiding)
+	}
+	return nil
 }
 
 // WithVisibilityHint prefixes the hint of a no-device error with the

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -29,7 +29,7 @@ func TestHidingSettingsAreNamedInTheNoDeviceHint(t *testing.T) {
 			}
 			t.Setenv(tc.name, tc.value)
 			err := WithVisibilityHint(CUDA.Error("cuInit", 100, "", ""), CUDAHiding)
-			var de *device.DriverError
+			var de *driver.DriverError
 			assert.True(t, errors.As(err, &de))
 			assert.Equal(t, tc.hides, len(Hiding(CUDAHiding)) > 0)
 			if tc.hides {

@@ -184,17 +184,19 @@ func Problem() string {
 	})
 }
 
-// Present reports whether the host shows an AMD GPU's kernel side without any
-// library call: /dev/kfd, or a GPU node in the KFD topology; evidence says
-// which, for a message.
+// Present reports whether this process is given an AMD GPU: /dev/kfd exists.
+// The KFD topology in sysfs is not one: a pod on an AMD node that was given no
+// GPU sees every GPU of the host there, and no wait changes that. evidence
+// says what was seen, either way, for a message.
 func Present() (present bool, evidence string) {
-	if path := filepath.Join(hostfs.Dev(), "kfd"); exists(path) {
+	path := filepath.Join(hostfs.Dev(), "kfd")
+	if exists(path) {
 		return true, path + " exists"
 	}
 	if nodes, err := Nodes(Root()); err == nil && len(nodes) > 0 {
-		return true, fmt.Sprintf("the KFD topology under %s lists %d GPU(s)", Root(), len(nodes))
+		return false, fmt.Sprintf("no %s, though the KFD topology lists %d GPU(s): this process was given none", path, len(nodes))
 	}
-	return false, ""
+	return false, "no " + path + " and no KFD topology"
 }
 
 func exists(path string) bool {

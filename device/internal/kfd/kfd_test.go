@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,5 +96,33 @@ func TestKFDProblems(t *testing.T) {
 		} else {
 			assert.Contains(t, got, tc.want)
 		}
+	}
+}
+
+func TestOnlyDevKFDMeansAGPUWasGiven(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		kfdNode, sysfs   bool
+		present          bool
+		evidenceContains string
+	}{
+		{"a CPU-only host", false, false, false, "no KFD topology"},
+		{"a pod given no GPU on an AMD node: the host's topology, no /dev/kfd", false, true, false, "this process was given none"},
+		{"/dev/kfd given", true, true, true, "kfd exists"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev, sys := t.TempDir(), t.TempDir()
+			t.Setenv(hostfs.EnvDevRoot, dev)
+			t.Setenv(hostfs.EnvSysfsRoot, sys)
+			if tc.kfdNode {
+				require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o644))
+			}
+			if tc.sysfs {
+				writeNode(t, sys, 1, "cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\n")
+			}
+			present, evidence := Present()
+			assert.Equal(t, tc.present, present)
+			assert.Contains(t, evidence, tc.evidenceContains)
+		})
 	}
 }

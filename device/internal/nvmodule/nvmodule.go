@@ -44,16 +44,18 @@ func Read() State {
 
 var gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)
 
-// Present reports whether the host shows an NVIDIA GPU's kernel side: the
-// module loaded, or a GPU device node; evidence says which, for a message.
+// Present reports whether this process is given an NVIDIA GPU: a GPU device
+// node (/dev/nvidiaN) exists. The loaded module alone is not one: a container
+// given no GPU sees the host's /proc/driver/nvidia/version but no node, and no
+// wait changes that. evidence says what was seen, either way, for a message.
 func (s State) Present() (present bool, evidence string) {
 	switch {
 	case len(s.GPUs) > 0:
 		return true, strings.Join(s.GPUs, ", ") + " exist"
 	case s.Module != "":
-		return true, "the NVIDIA kernel module is loaded (" + s.Module + ")"
+		return false, "no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded: this process was given no GPU"
 	}
-	return false, ""
+	return false, "no /dev/nvidiaN device node and no NVIDIA kernel module"
 }
 
 // Problem says what the kernel side lacks for a process to use a GPU, or ""
