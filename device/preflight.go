@@ -102,42 +102,52 @@ func (p Preflight) withDefaults() Preflight {
 // UsePreflight turns the preflight on for this Runtime, with p's settings
 // (zero fields take the defaults). It must be called before the first Init:
 // once initialization has read its settings it changes nothing and returns
-// an error. GPUINIT_PREFLIGHT, where set, overrides it.
+// an error. GPUINIT_PREFLIGHT, where set, overrides only what it names: off
+// turns the preflight off, a deadline replaces p.Deadline, and on changes
+// nothing. A value of it that does not parse is an error here, naming it.
 func (r *Runtime) UsePreflight(p Preflight) error {
+	if _, err := preflightFromEnv(&p); err != nil {
+		return err
+	}
 	r.settings.mu.Lock()
 	defer r.settings.mu.Unlock()
 	if r.settings.read {
 		return errors.New("device: UsePreflight on a runtime that has started initializing: call it before the first Init")
 	}
-	p = p.withDefaults()
+	p.Command = slices.Clone(p.Command)
 	r.settings.preflight = &p
 	return nil
 }
 
 // preflightFromEnv applies GPUINIT_PREFLIGHT to the code's setting p (nil:
-// off) and returns the preflight to use, with defaults filled, or nil.
+// off) and returns the preflight to use, with defaults filled, or nil. The
+// variable overrides only what it names, so the code's other settings (its
+// RetryFor, its Command) stand.
 func preflightFromEnv(p *Preflight) (*Preflight, error) {
 	v, set := os.LookupEnv(EnvPreflight)
 	v = strings.TrimSpace(v)
-	if !set || v == "" {
-		return p, nil
-	}
-	base := Preflight{}
+	var base Preflight
 	if p != nil {
 		base = *p
 	}
-	switch strings.ToLower(v) {
-	case "off", "0", "false", "no":
-		return nil, nil
-	case "on", "true", "yes":
-		on := base.withDefaults()
-		return &on, nil
+	switch {
+	case !set || v == "":
+		if p == nil {
+			return nil, nil
+		}
+	default:
+		switch strings.ToLower(v) {
+		case "off", "0", "false", "no":
+			return nil, nil
+		case "on", "true", "yes":
+		default:
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("device: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", EnvPreflight, v)
+			}
+			base.Deadline = d
+		}
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return nil, fmt.Errorf("device: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", EnvPreflight, v)
-	}
-	base.Deadline = d
 	on := base.withDefaults()
 	return &on, nil
 }

@@ -287,6 +287,35 @@ func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
 	}
 }
 
+// TestTheVariableOverridesOnlyWhatItNames: GPUINIT_PREFLIGHT's deadline or
+// "on" keeps the code's other settings: RetryFor -1 ("never retry") stays,
+// so a not-yet child is tried once, not for the default five minutes.
+func TestTheVariableOverridesOnlyWhatItNames(t *testing.T) {
+	for _, env := range []string{"2s", "on", ""} {
+		t.Run(fmt.Sprintf("%q", env), func(t *testing.T) {
+			rt, _ := preflighted(t, false, device.Preflight{RetryFor: -1})
+			t.Setenv(envChildDoes, "not-ready-times")
+			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+			t.Setenv(envChildTimes, "100")
+			t.Setenv(device.EnvPreflight, env)
+			waits := device.RecordRetryWaits(t)
+			err := rt.Init(context.Background())
+			assert.ErrorIs(t, err, device.ErrNotReady)
+			assert.Equal(t, 1, rt.BringUp().Attempts, "RetryFor -1: one child, never a retry")
+			assert.Empty(t, waits())
+		})
+	}
+}
+
+func TestABadPreflightVariableIsAnErrorOfUsePreflight(t *testing.T) {
+	var g device.Registry
+	g.Register(simRegistration(newSim))
+	rt := openIn(t, &g, "sim")
+	t.Setenv(device.EnvPreflight, "bogus")
+	err := rt.UsePreflight(device.Preflight{})
+	assert.ErrorContains(t, err, `GPUINIT_PREFLIGHT="bogus"`)
+}
+
 // TestAnUnkillableChildIsSaidToBe: a hung child that SIGKILL did not end
 // within the reap bound (stuck in uninterruptible sleep in a kernel driver;
 // internal/hangcheck's tests give up on such a child by that bound) is
