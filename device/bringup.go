@@ -190,6 +190,13 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 		if rep.DriverVersion != 0 {
 			r.driverVersions.Store(reg.Name, rep.DriverVersion)
 		}
+		if errors.Is(err, ErrNotCompiled) {
+			// This process has the backend, so the child's answer is about
+			// the child, not the host: it is never "no GPU here".
+			return b, nil, nil, false, fmt.Errorf("device: %s: the preflight child says it has no %s backend, which this process has: "+
+				"the default child serves the backends that init functions register with DefaultRegistry; register it there from an init function, "+
+				"or name a program that has it in Preflight.Command (the child said: %v)", reg.Name, reg.Name, err)
+		}
 		if err != nil {
 			return b, nil, nil, true, err
 		}

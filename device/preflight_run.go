@@ -96,7 +96,7 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 				"import github.com/gpuinit/gpuinit/device/backends, or call device.ServePreflight first in main, or name a program that does in Preflight.Command",
 				reg.Name)
 		}
-		self, err := os.Executable()
+		self, err := selfExecutable()
 		if err != nil {
 			return report{}, fmt.Errorf("device: %s: the preflight cannot find this process's executable: %w; name one in Preflight.Command", reg.Name, err)
 		}
@@ -108,6 +108,9 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	}
 	defer rd.Close()
 	cmd := exec.Command(command[0], command[1:]...)
+	if len(p.Command) == 0 {
+		cmd.Args[0] = os.Args[0] // ps shows the server's name, not /proc/self/exe
+	}
 	// The child must not run preflights of its own, should it reach main.
 	cmd.Env = append(os.Environ(), EnvPreflightChild+"="+reg.Name, EnvPreflight+"=off")
 	cmd.ExtraFiles = []*os.File{wr} // the child's descriptor 3
@@ -171,7 +174,7 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	if ctx.Err() != nil {
 		return report{}, ctx.Err()
 	}
-	pe := &PreflightError{Backend: reg.Name, Command: strings.Join(command, " "), Attempt: attempt, Took: res.Duration,
+	pe := &PreflightError{Backend: reg.Name, Command: strings.Join(cmd.Args, " "), Attempt: attempt, Took: res.Duration,
 		Hung: res.Verdict == hangcheck.Hang, Unkillable: res.Unreaped, ExitCode: res.ExitCode, Stderr: res.Stderr}
 	if res.Signal != 0 {
 		pe.Signal = signalName(res.Signal)
@@ -186,6 +189,19 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	}
 	pe.NoReport = !pe.Hung && pe.Signal == "" && res.ExitCode == 0
 	return report{}, pe
+}
+
+// procSelfExe is Linux's link to this process's executable file. Exec'd
+// through it, the child is the running binary even after a rolling upgrade
+// removed or replaced the file at os.Executable's path.
+var procSelfExe = "/proc/self/exe"
+
+// selfExecutable is what the default child runs: this process's own binary.
+func selfExecutable() (string, error) {
+	if _, err := os.Stat(procSelfExe); err == nil {
+		return procSelfExe, nil
+	}
+	return os.Executable()
 }
 
 var (
