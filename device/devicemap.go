@@ -67,6 +67,7 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 		}
 	}
 	indexer, hasIndex := driver.Capability[driver.PhysicalIndexer](r.Backend())
+	selected := selectors(spec, infos)
 	var entries []visibility.Entry
 	for _, info := range infos {
 		d := MappedDevice{Ordinal: info.Ordinal, Index: -1, UUID: info.UUID, PCIBusID: info.PCIBusID, Name: info.Name}
@@ -75,10 +76,8 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 				d.Index = i
 			}
 		}
-		// The runtime enumerates the visible devices in the list's order,
-		// so ordinal k is the k-th entry that stands.
-		if spec.Set && info.Ordinal < len(spec.Selectors) {
-			d.Selected = fmt.Sprintf("%s entry %d: %s", spec.Var, info.Ordinal, strings.TrimSpace(spec.Selectors[info.Ordinal].Text))
+		if k := selected[info.Ordinal]; k >= 0 {
+			d.Selected = fmt.Sprintf("%s entry %d: %s", spec.Var, k, strings.TrimSpace(spec.Selectors[k].Text))
 		}
 		m.Devices = append(m.Devices, d)
 		entries = append(entries, visibility.Entry{Ordinal: info.Ordinal,
@@ -88,4 +87,62 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 		m.Warning = fmt.Sprintf("%s numbers these GPUs of more than one model in another order than nvidia-smi and rocm-smi (PCI bus order): match them by UUID, or set CUDA_DEVICE_ORDER=PCI_BUS_ID", m.Backend)
 	}
 	return m, nil
+}
+
+// selectors returns, for each device by ordinal, the position of the entry of
+// spec that selected it, or -1. An entry that names a UUID (a GPU's, a MIG
+// device's, or a MIG instance by its parent and ids) selects the devices it
+// names, wherever they are in the enumeration: under MIG, the runtime drops
+// entries (one compute instance per GPU instance), so a position means
+// nothing. The entries that name indices then select the devices no UUID
+// entry selected, in order, as the runtime enumerates them.
+func selectors(spec visibility.Spec, infos []Info) []int {
+	out := make([]int, len(infos))
+	for i := range out {
+		out[i] = -1
+	}
+	if !spec.Set {
+		return out
+	}
+	for k, sel := range spec.Selectors {
+		for i, info := range infos {
+			if out[i] < 0 && selects(sel, info) {
+				out[i] = k
+			}
+		}
+	}
+	next := 0
+	for k, sel := range spec.Selectors {
+		if sel.Kind != visibility.Index {
+			continue
+		}
+		for next < len(infos) && out[next] >= 0 {
+			next++
+		}
+		if next == len(infos) {
+			break
+		}
+		out[next] = k
+	}
+	return out
+}
+
+// selects reports whether a UUID entry names the device.
+func selects(sel visibility.Selector, info Info) bool {
+	prefix := func(uuid string) bool {
+		return sel.UUID != "" && strings.HasPrefix(strings.ToLower(uuid), strings.ToLower(sel.UUID))
+	}
+	switch sel.Kind {
+	case visibility.GPUUUID:
+		if info.MIG != nil {
+			return prefix(info.MIG.ParentUUID) // a MIG-enabled GPU named by its own UUID
+		}
+		return prefix(info.UUID)
+	case visibility.MIGUUID:
+		return info.MIG != nil && prefix(info.UUID)
+	case visibility.MIGInstance:
+		return info.MIG != nil && prefix(info.MIG.ParentUUID) &&
+			info.MIG.GPUInstance == sel.GI && info.MIG.ComputeInstance == sel.CI
+	}
+	return false
 }

@@ -52,65 +52,6 @@ func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
 	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
 }
 
-// mixedHost is a GPU backend whose two devices are different models, the
-// faster (ordinal 0) on the higher PCI bus: CUDA's FASTEST_FIRST order.
-type mixedHost struct{ fakeGPU }
-
-func (m mixedHost) Device(ordinal int) (driver.Info, error) {
-	info, err := m.fakeGPU.Device(ordinal)
-	info.Name = []string{"NVIDIA H200", "NVIDIA L4"}[ordinal]
-	info.PCIBusID = []string{"0000:c1:00.0", "0000:18:00.0"}[ordinal]
-	return info, err
-}
-
-func TestDeviceMapSaysWhichEntrySelectedEachDeviceAndWarnsOfTheOrder(t *testing.T) {
-	t.Setenv("CUDA_VISIBLE_DEVICES", " 1, 0,junk,2")
-	var g device.Registry
-	g.Register(driver.Registration{Name: "cuda", GPU: true, AutoRank: 10, Visibility: driver.VisibilityCUDA,
-		Open: func() (driver.Backend, error) { return mixedHost{fakeGPU{sim.New(), "cuda"}}, nil }})
-	r := openIn(t, &g, "cuda")
-	m, err := r.DeviceMap(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, "FASTEST_FIRST", m.Order)
-	require.Len(t, m.Devices, 2)
-	assert.Equal(t, "CUDA_VISIBLE_DEVICES entry 0: 1", m.Devices[0].Selected)
-	assert.Equal(t, "CUDA_VISIBLE_DEVICES entry 1: 0", m.Devices[1].Selected)
-	assert.Equal(t, -1, m.Devices[0].Index, "sim has no vendor index")
-	assert.Contains(t, m.Warning, "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-
-	t.Setenv("CUDA_VISIBLE_DEVICES", "")
-	var h device.Registry
-	registerGPU(&h, "cuda", 10)
-	m, err = openIn(t, &h, "cuda").DeviceMap(context.Background())
-	require.NoError(t, err)
-	assert.Empty(t, m.Warning, "one model, in bus order")
-}
-
-// TestDeviceMapReadsTheVariablesTheRegistrationNames: the rules come from the
-// registration, not the backend's name.
-func TestDeviceMapReadsTheVariablesTheRegistrationNames(t *testing.T) {
-	t.Setenv("CUDA_VISIBLE_DEVICES", "1,0")
-	t.Setenv("ROCR_VISIBLE_DEVICES", "1,0")
-	t.Setenv("HIP_VISIBLE_DEVICES", "0,1")
-	for _, tc := range []struct {
-		visibility driver.Visibility
-		selected   string
-		order      string
-	}{
-		{driver.VisibilityROCm, "HIP_VISIBLE_DEVICES entry 0: 0", ""},
-		{driver.VisibilityCUDA, "CUDA_VISIBLE_DEVICES entry 0: 1", "FASTEST_FIRST"},
-		{driver.VisibilityNone, "", ""},
-	} {
-		var g device.Registry
-		g.Register(driver.Registration{Name: "amdgpu-test", GPU: true, Visibility: tc.visibility,
-			Open: func() (driver.Backend, error) { return fakeGPU{sim.New(), "amdgpu-test"}, nil }})
-		m, err := openIn(t, &g, "amdgpu-test").DeviceMap(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, tc.order, m.Order, "visibility %d", tc.visibility)
-		require.NotEmpty(t, m.Devices)
-		assert.Equal(t, tc.selected, m.Devices[0].Selected, "visibility %d", tc.visibility)
-	}
-}
 
 // migHost is a GPU backend whose two devices are MIG instances of one GPU,
 // as CUDA from R570 enumerates them: one PCI bus id (their GPU's), two UUIDs.
