@@ -75,8 +75,15 @@ func (r *Runtime) BringUp() BringUp {
 // moveTo stores the next BringUp: b with the phase, backend and summary set.
 func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 	b.Phase, b.Since, b.Backend = phase, time.Now(), backend
-	if phase == PhaseDriver && b.InProcess.IsZero() {
-		b.InProcess = b.Since
+	switch phase {
+	case PhaseDriver:
+		if b.InProcess.IsZero() {
+			b.InProcess = b.Since
+		}
+	case PhasePreflight, PhaseWaiting:
+		// An in-process part that returned (auto passed that backend over)
+		// wedged nothing: another process runs now, or nothing does.
+		b.InProcess = time.Time{}
 	}
 	b.Summary = b.summary()
 	r.bringUp.Store(&b)
@@ -113,6 +120,8 @@ func (b BringUp) summary() string {
 // own error is returned; with several, a *NoBackendError lists each one's.
 // Every failure carries its class.
 func (r *Runtime) initialize(ctx context.Context) error {
+	ctx, unbind := r.stop.bind(ctx) // Close kills a child under way and ends a wait
+	defer unbind()
 	b := r.moveTo(BringUp{}, PhaseNone, "")
 	floors, preflight, err := r.readSettings()
 	if err != nil {
@@ -135,7 +144,15 @@ func (r *Runtime) initialize(ctx context.Context) error {
 			var c *choice
 			var devices []Info
 			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
+			if err == nil && r.stop.closed.Load() {
+				err = ErrClosed // the driver's init in this process outlasted Close: start nothing
+			}
+			if errors.Is(err, ErrClosed) {
+				r.moveTo(b, PhaseDone, "")
+				return ErrClosed
+			}
 			if err == nil {
+				delete(failures, reg.Name) // a not-yet failure of an earlier attempt is no reason now
 				r.devices.Store(&devices)
 				r.chosen.Store(c)
 				r.watchAfterInit(c.backend, len(devices))
@@ -163,7 +180,11 @@ func (r *Runtime) initialize(ctx context.Context) error {
 		}
 		b.Next = time.Now().Add(backoff)
 		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
-		retryWait(backoff)
+		if !r.stop.enter() {
+			return ErrClosed
+		}
+		retryWait(ctx, backoff)
+		r.stop.leave()
 		b.Next = time.Time{}
 		backoff = min(2*backoff, preflight.MaxBackoff)
 		pending = retry
@@ -184,9 +205,16 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 		c = &choice{reg: reg, backend: backend}
 	}
 	if preflight != nil && !driverInitialized(c.backend) {
+		if !r.stop.enter() {
+			return b, nil, nil, false, ErrClosed
+		}
 		b.Attempts++
 		b = r.moveTo(b, PhasePreflight, reg.Name)
 		rep, err := runPreflight(ctx, *preflight, reg, b.Attempts)
+		r.stop.leave()
+		if r.stop.closed.Load() {
+			return b, nil, nil, false, ErrClosed // the child was killed, or its answer came too late
+		}
 		if rep.DriverVersion != 0 {
 			r.driverVersions.Store(reg.Name, rep.DriverVersion)
 		}
@@ -201,6 +229,9 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 			return b, nil, nil, true, err
 		}
 	}
+	if r.stop.closed.Load() {
+		return b, nil, nil, false, ErrClosed
+	}
 	b = r.moveTo(b, PhaseDriver, reg.Name)
 	devices, err = bringUpInProcess(ctx, c.backend, reg.Name, floor)
 	if v, verr := c.backend.DriverVersion(); err != nil && verr == nil && v != 0 {
@@ -209,12 +240,15 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 	return b, c, devices, false, err
 }
 
-// retryWait waits d before the next preflight attempt. The initialization
-// has no caller to stop it (lazy gives it no cancellation). Tests replace it
-// to see each wait without sleeping.
-var retryWait = func(d time.Duration) {
+// retryWait waits d before the next preflight attempt, or until ctx ends
+// (Close). Tests replace it to see each wait without sleeping.
+var retryWait = func(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
-	<-t.C
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // failure is reg's failure err, with the driver version its backend read.

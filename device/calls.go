@@ -222,7 +222,7 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 // initialization has found them. The Runtime owns it: Close stops it.
 func (r *Runtime) startWatching(n int) {
 	deadline := r.callDeadlineNow()
-	if deadline <= 0 || r.closed.Load() {
+	if deadline <= 0 || r.stop.closed.Load() {
 		return
 	}
 	w := newCallWatch(n, deadline)
@@ -230,7 +230,7 @@ func (r *Runtime) startWatching(n int) {
 		return
 	}
 	defer func() {
-		if r.closed.Load() { // Close ran meanwhile and may have missed w
+		if r.stop.closed.Load() { // Close ran meanwhile and may have missed w
 			w.close()
 		}
 	}()
@@ -257,9 +257,12 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	return fn()
 }
 
-// Close stops what the Runtime runs in the background (the call monitor,
-// the driver's health watch) and waits for it, never for a driver call in
-// flight: it returns within HealthStopGrace. A health watch still in a driver
+// Close stops what the Runtime runs in the background (the preflight, the
+// call monitor, the driver's health watch) and waits for it, never for a
+// driver call in flight: it returns within HealthStopGrace, and within the
+// preflight's bounds on killing a child. A preflight child under way is
+// killed and a wait between attempts ends; the initialization then fails
+// with ErrClosed, and none starts or goes on in this process after Close. A health watch still in a driver
 // call by then (an NVML wait or counters read that never returns, on a dead
 // GPU) is abandoned rather than waited for: its goroutine stays blocked in
 // the driver, HealthWatchAbandoned reports it, and every device's Health
@@ -268,7 +271,7 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 // call more than once and from many goroutines; once a watch is abandoned,
 // later calls return at once.
 func (r *Runtime) Close() error {
-	r.closed.Store(true)
+	r.stop.close()
 	if w := r.calls.Load(); w != nil {
 		w.close()
 	}

@@ -165,7 +165,7 @@ func (c *classified) Unwrap() error { return c.err }
 // backends': NotYet, then NeedsOperator, then NoGPUHere. Anything that is not
 // an initialization failure is NoClass, a caller's cancellation included.
 func ClassOf(err error) Class {
-	if err == nil {
+	if err == nil || errors.Is(err, ErrClosed) {
 		return NoClass
 	}
 	var nb *NoBackendError

@@ -1,23 +1,31 @@
 package device
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 )
+
+// OnRetryWait makes the preflight's waits between attempts call f with the
+// wait they would have been, while the bring-up is in PhaseWaiting, and then
+// return at once, for the rest of t.
+func OnRetryWait(t *testing.T, f func(time.Duration)) {
+	saved := retryWait
+	retryWait = func(_ context.Context, d time.Duration) { f(d) }
+	t.Cleanup(func() { retryWait = saved })
+}
 
 // RecordRetryWaits makes the preflight's waits between attempts return at
 // once, for the rest of t, and returns what they would have been, in order.
 func RecordRetryWaits(t *testing.T) func() []time.Duration {
 	var mu sync.Mutex
 	var waits []time.Duration
-	saved := retryWait
-	retryWait = func(d time.Duration) {
+	OnRetryWait(t, func(d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		waits = append(waits, d)
-	}
-	t.Cleanup(func() { retryWait = saved })
+	})
 	return func() []time.Duration {
 		mu.Lock()
 		defer mu.Unlock()

@@ -67,7 +67,7 @@ type Runtime struct {
 	health         healthWatch                       // the driver's health events, from a successful init on
 	canaries       sync.Map                          // ordinal -> when its canary in flight started
 	driverVersions sync.Map                          // backend name -> the driver version it read before it failed
-	closed         atomic.Bool                       // Close was called: nothing more starts
+	stop           *stopping                         // Close: nothing more starts, and preflights end
 }
 
 // choice is a Runtime's backend and what it registered with.
@@ -88,7 +88,7 @@ func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 // newRuntime makes a Runtime over candidates; b, if not nil, is the opened
 // backend of the only one.
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
-	r := &Runtime{registry: g, candidates: candidates, auto: auto}
+	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}

@@ -102,7 +102,7 @@ func (r *Runtime) startHealthWatch(b driver.Backend, n int) {
 		h.devices[i] = DeviceHealth{Ordinal: i, Why: "unknown: the " + r.Name() + " backend does not watch its devices' health"}
 	}
 	hw, ok := driver.Capability[driver.HealthWatcher](b)
-	if !ok || r.closed.Load() {
+	if !ok || r.stop.closed.Load() {
 		h.publish()
 		return
 	}

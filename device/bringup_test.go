@@ -1,0 +1,110 @@
+package device_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// waitFor polls cond, which reads a state the code exposes, until it holds;
+// it fails t after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after a minute", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCloseStopsThePreflight: Close ends a wait between attempts and kills a
+// child under way, and returns only once they are over: no child is left,
+// none starts later, and nothing initializes in this process.
+func TestCloseStopsThePreflight(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		does  string
+		phase device.Phase
+	}{
+		{"waiting to retry", "not-ready-times", device.PhaseWaiting},
+		{"a child hung in the driver's init", "hang", device.PhasePreflight},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, c := preflighted(t, true, device.Preflight{Deadline: time.Hour, Backoff: time.Hour, RetryFor: 2 * time.Hour})
+			t.Setenv(envChildDoes, tc.does)
+			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+			t.Setenv(envChildTimes, "1000")
+			require.NoError(t, rt.Start(context.Background()))
+			waitFor(t, "in "+string(tc.phase), func() bool { return rt.BringUp().Phase == tc.phase })
+			if tc.does == "hang" {
+				waitFor(t, "with a child", func() bool { return len(childtest.Children(os.Getpid())) > 0 })
+			}
+			attempts := rt.BringUp().Attempts
+			require.NoError(t, rt.Close())
+			assert.Empty(t, childtest.Children(os.Getpid()), "Close returned with no child left")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := rt.Init(ctx) // bounded: an initialization that Close did not stop would go on
+			assert.ErrorIs(t, err, device.ErrClosed)
+			assert.Equal(t, device.NoClass, device.ClassOf(err), "closed is no GPU failure")
+			assert.Equal(t, attempts, rt.BringUp().Attempts, "no child started after Close")
+			assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
+		})
+	}
+}
+
+// TestAnInProcessCandidatePassedOverWedgesNothing: when auto checked its first
+// candidate in this process (its driver was up already) and passed it over,
+// the next candidate's preflight and waits are not "in process": a health
+// check's deadline does not count them.
+func TestAnInProcessCandidatePassedOverWedgesNothing(t *testing.T) {
+	var g device.Registry
+	g.Register(driver.Registration{Name: "first", GPU: true, AutoRank: 10,
+		Open: func() (driver.Backend, error) {
+			return initializedAlready{fakeGPU{sim.New(sim.WithFailure(sim.NoDevice)), "first"}}, nil
+		}})
+	g.Register(driver.Registration{Name: "sim", GPU: true, AutoRank: 20, Open: newSim})
+	rt := openIn(t, &g, "auto")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+	t.Setenv(device.EnvPreflight, "")
+	t.Setenv(envChildDoes, "not-ready-times")
+	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+	t.Setenv(envChildTimes, "1")
+	var during []device.BringUp
+	device.OnRetryWait(t, func(time.Duration) { during = append(during, rt.BringUp()) })
+	require.NoError(t, rt.Init(context.Background()))
+	require.Len(t, during, 1, "one wait, for sim's second child")
+	assert.Equal(t, device.PhaseWaiting, during[0].Phase)
+	assert.True(t, during[0].InProcess.IsZero(), "first's in-process check is over: %v", during[0].InProcess)
+	assert.Equal(t, "sim", rt.Name())
+}
+
+// TestPassedOverNeverListsTheChoice: a backend that failed not-yet, then came
+// up on a retry, is auto's choice, not a backend passed over.
+func TestPassedOverNeverListsTheChoice(t *testing.T) {
+	var g device.Registry
+	c := &devicetest.Counting{Backend: sim.New()}
+	g.Register(driver.Registration{Name: "sim", GPU: true, Open: func() (driver.Backend, error) { return c, nil }})
+	rt := openIn(t, &g, "auto")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+	t.Setenv(device.EnvPreflight, "")
+	t.Setenv(envChildDoes, "not-ready-times")
+	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+	t.Setenv(envChildTimes, "1")
+	device.RecordRetryWaits(t)
+	require.NoError(t, rt.Init(context.Background()))
+	assert.Equal(t, 2, rt.BringUp().Attempts, "802 once, then a device")
+	assert.Empty(t, rt.PassedOver(), "sim is the choice")
+}
