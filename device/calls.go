@@ -194,15 +194,29 @@ var (
 // SetCallDeadline sets how long a call into a device's driver after init may
 // run before the device is taken as hung (DefaultCallDeadline unless set):
 // Do's function, a generator's calls, MemoryInfo. Zero or less turns the
-// watch off. It may be called at any time, from any goroutine; calls in
-// flight are held to the new deadline from the monitor's next look.
+// watch off. It may be called at any time, from any goroutine, before Init
+// or after, and turns the watch on or off either way; calls in flight are
+// held to the new deadline from the monitor's next look.
 func (r *Runtime) SetCallDeadline(d time.Duration) {
 	if d <= 0 {
 		d = -1 // off; 0 stays "not set"
 	}
 	r.callDeadline.Store(int64(d))
 	if w := r.calls.Load(); w != nil {
-		w.deadline.Store(int64(max(d, 0)))
+		w.setDeadline(max(d, 0))
+	}
+}
+
+// setDeadline holds calls to d from the monitor's next look, waking it so
+// that a call already in flight is looked at too.
+func (w *callWatch) setDeadline(d time.Duration) {
+	w.deadline.Store(int64(d))
+	if d > 0 {
+		w.active.Store(true)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -219,16 +233,19 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 }
 
 // startWatching starts the call monitor over n devices, once the
-// initialization has found them. The Runtime owns it: Close stops it.
+// initialization has found them, with the watch off or on: SetCallDeadline
+// can turn it on later. The Runtime owns it: Close stops it.
 func (r *Runtime) startWatching(n int) {
-	deadline := r.callDeadlineNow()
-	if deadline <= 0 || r.stop.closed.Load() {
+	if r.stop.closed.Load() {
 		return
 	}
-	w := newCallWatch(n, deadline)
+	w := newCallWatch(n, r.callDeadlineNow())
 	if !r.calls.CompareAndSwap(nil, w) {
 		return
 	}
+	// A SetCallDeadline between the read above and the store saw no watch:
+	// read again now that it can see this one.
+	w.setDeadline(r.callDeadlineNow())
 	defer func() {
 		if r.stop.closed.Load() { // Close ran meanwhile and may have missed w
 			w.close()

@@ -60,26 +60,66 @@ func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
 	})
 }
 
+// TestCallsWithinTheirDeadlineLoseNothing runs in a synctest bubble: the
+// slow call's 120 ms and the monitor's scans are on one fake clock, so a
+// loaded machine cannot stretch the call past its deadline.
 func TestCallsWithinTheirDeadlineLoseNothing(t *testing.T) {
-	ctx := context.Background()
-	rt := device.New(sim.New())
-	defer rt.Close()
-	rt.SetCallDeadline(200 * time.Millisecond)
-	require.NoError(t, rt.Init(ctx))
-	var wg sync.WaitGroup
-	for g := range 8 {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Close()
+		rt.SetCallDeadline(200 * time.Millisecond)
+		require.NoError(t, rt.Init(ctx))
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for range 200 {
+					assert.NoError(t, rt.Do(ctx, g%2, func() error { return nil }))
+				}
+			})
+		}
 		wg.Go(func() {
-			for range 200 {
-				assert.NoError(t, rt.Do(ctx, g%2, func() error { return nil }))
-			}
+			// One slow call, well within the deadline, seen by several scans.
+			assert.NoError(t, rt.Do(ctx, 0, func() error { time.Sleep(120 * time.Millisecond); return nil }))
+		})
+		wg.Wait()
+		assert.False(t, rt.AnyLost())
+	})
+}
+
+// TestADeadlineSetAfterInitHoldsCalls: with the watch off at Init, a
+// deadline set later holds calls to it, one already in flight included.
+func TestADeadlineSetAfterInitHoldsCalls(t *testing.T) {
+	for _, inFlight := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a call that starts later", true: "a call in flight"}[inFlight], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				rt := device.New(sim.New())
+				defer rt.Close()
+				rt.SetCallDeadline(0)
+				require.NoError(t, rt.Init(ctx))
+				release, hung := make(chan struct{}), make(chan struct{})
+				hang := func() {
+					go func() {
+						defer close(hung)
+						_ = rt.Do(ctx, 0, func() error { <-release; return nil })
+					}()
+					synctest.Wait()
+				}
+				if inFlight {
+					hang()
+				}
+				rt.SetCallDeadline(100 * time.Millisecond)
+				if !inFlight {
+					hang()
+				}
+				time.Sleep(time.Second)
+				assert.True(t, rt.AnyLost(), "the hung call lost its device")
+				close(release)
+				<-hung
+			})
 		})
 	}
-	wg.Go(func() {
-		// One slow call, well within the deadline, seen by several scans.
-		assert.NoError(t, rt.Do(ctx, 0, func() error { time.Sleep(120 * time.Millisecond); return nil }))
-	})
-	wg.Wait()
-	assert.False(t, rt.AnyLost())
 }
 
 func TestSetCallDeadlineZeroTurnsTheWatchOff(t *testing.T) {
