@@ -201,16 +201,27 @@ func isInitFailure(err error) bool {
 	return errors.As(err, &de) && !de.Sticky && !errors.Is(err, ErrDeviceLost) && !errors.Is(err, ErrNotSupported)
 }
 
-// NoUsableGPU reports whether err says this process has no usable GPU: its
-// Runtime's initialization failed, whatever the class (ClassOf says which),
-// so a server that can serve on the CPU should. It is false for nil, for a
-// caller that stopped waiting, and for errors of calls on a device that
-// works:
-//
-//	if err := rt.Init(ctx); device.NoUsableGPU(err) {
-//		serveOnCPU() // err says why, and device.ClassOf(err) whether to alert
-//	}
+// NoUsableGPU reports whether err is an initialization failure of any class:
+// this process has no usable GPU, because the host has none (NoGPUHere), an
+// operator must fix it (NeedsOperator), or it is not ready yet (NotYet). It is
+// false for nil, for a caller that stopped waiting, for ErrClosed, and for
+// errors of calls on a device that works. To decide whether to serve on the
+// CPU, use FallBackToCPU: a broken GPU must not hide behind a CPU.
 func NoUsableGPU(err error) bool { return ClassOf(err) != NoClass }
+
+// FallBackToCPU reports whether err says this host has no GPU to use, so
+// that a server that can serve on the CPU should: the class is NoGPUHere (no
+// driver, no device given to this process, every GPU hidden on purpose, a
+// binary without a GPU backend). It is false where a GPU is there but broken
+// or misconfigured (NeedsOperator: stay unready and alert) and where it is
+// not ready yet (NotYet: wait, or let liveness restart the process).
+//
+//	if err := rt.Init(ctx); device.FallBackToCPU(err) {
+//		serveOnCPU() // err says why there is no GPU
+//	} else if err != nil {
+//		return err // stay unready: device.ClassOf(err) says who must act
+//	}
+func FallBackToCPU(err error) bool { return ClassOf(err) == NoGPUHere }
 
 // classTable renders the class table as Markdown, as README.md prints it.
 func classTable() string {

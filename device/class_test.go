@@ -48,6 +48,7 @@ func TestEveryInitializationFailureHasOneClass(t *testing.T) {
 		{"a queued call that failed", &lazy.DeferredError{Site: "x.go:1", Err: errors.New("bad seed")}, device.NeedsOperator},
 		{"wrapped by lazy", &lazy.InitError{Err: cuda("cuInit", 802)}, device.NotYet},
 		{"nil", nil, device.NoClass},
+		{"closed", &lazy.InitError{Err: device.ErrClosed}, device.NoClass},
 		{"a caller that stopped waiting", fmt.Errorf("lazy: stopped waiting: %w", context.Canceled), device.NoClass},
 		{"a bad ordinal on a ready runtime", fmt.Errorf("%w: 9", device.ErrInvalidDevice), device.NoClass},
 		{"a lost device", device.LostDevice{Err: drivercodes.CUDA.Error("cuLaunchKernel", 700, "", "")}, device.NoClass},
@@ -55,6 +56,7 @@ func TestEveryInitializationFailureHasOneClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, device.ClassOf(tc.err), "%v", tc.err)
 			assert.Equal(t, tc.want != device.NoClass, device.NoUsableGPU(tc.err))
+			assert.Equal(t, tc.want == device.NoGPUHere, device.FallBackToCPU(tc.err), "fall back to the CPU only where there is no GPU")
 		})
 	}
 }

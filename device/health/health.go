@@ -12,7 +12,9 @@
 // since an orchestrator sends no traffic to a pod that is not ready, so a
 // purely lazy pod would never become ready; [WithoutAutoInit] turns that off.
 // A server that can serve on the CPU says so with [WithCPUFallback]: once
-// initialization has failed, readiness is 200 and the status says degraded.
+// initialization has failed because the host has no GPU
+// ([device.FallBackToCPU]), readiness is 200 and the status says degraded. A
+// GPU that is there but broken, or not ready yet, keeps readiness at 503.
 //
 // Liveness fails only where a restart of this process can help, by the
 // failure's class ([device.ClassOf]): when the part of the initialization that
@@ -26,9 +28,10 @@
 // help, and a Kubernetes pod must not crash-loop for it; readiness, the status
 // and gpuprobe's metrics carry the class, so that an alert can fire. Preflight
 // children and the waits between their retries never fail liveness: they run in
-// other processes, under their own deadlines. Pair liveness with a Kubernetes
-// startupProbe on the readiness path whose failureThreshold × periodSeconds
-// exceeds the deadline (see the README's example).
+// other processes, under their own deadlines. Liveness is safe from the first
+// second, so no Kubernetes startupProbe is needed: one on the readiness path
+// would restart a pod whose host has no GPU, the crash loop this avoids (see
+// the README's example).
 //
 // Both probes are allocation-free on every path but a failure's first
 // answer, and never call the backend. A Health is safe for concurrent use. It
@@ -71,7 +74,8 @@ func WithoutAutoInit() Option { return func(h *Health) { h.autoInit = false } }
 
 // WithInitDeadline sets how long the in-process part of the initialization
 // (the driver's init in this process, then the queued work) may run before
-// liveness fails; zero or less never fails it for time.
+// liveness fails, and how long after the initialization began a not-yet
+// failure fails it; zero or less never fails liveness for time.
 func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadline = d } }
 
 // WithRestartOnDeviceLoss makes liveness fail once a device is lost, so that
@@ -79,11 +83,12 @@ func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadl
 // unusable until then).
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
 
-// WithCPUFallback says that the server serves without a GPU when it has none:
-// once the initialization has failed, whatever the class, readiness is 200
-// and the status says degraded, with the reason. Liveness is unchanged: a
-// not-yet failure still fails it once the init deadline has passed, since a
-// fresh process may get the GPU.
+// WithCPUFallback says that the server serves without a GPU where the host
+// has none: once the initialization has failed with class no-gpu
+// ([device.FallBackToCPU]), readiness is 200 and the status says degraded,
+// with the reason. A needs-operator or not-yet failure keeps readiness at 503
+// with the reason, so that a broken driver or a typo never hides behind the
+// CPU. Liveness is unchanged.
 func WithCPUFallback() Option { return func(h *Health) { h.cpuFallback = true } }
 
 // WithLogger sets the logger for the state changes Health observes; the
@@ -122,6 +127,7 @@ type Health struct {
 type verdict struct {
 	class             device.Class
 	live              bool
+	servesOnCPU       bool // WithCPUFallback, and the host has no GPU
 	liveWhy, readyWhy string
 }
 
@@ -241,7 +247,7 @@ func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
 		return false, startedReason
 	}
 	v := h.verdict()
-	return h.cpuFallback, v.readyWhy
+	return v.servesOnCPU, v.readyWhy
 }
 
 // Liveness reports whether the process can still become or stay useful, and
@@ -253,11 +259,12 @@ func (h *Health) liveness(state lazy.State) (live bool, reason string) {
 	switch state {
 	case lazy.Failed:
 		v := h.verdict()
-		if !v.live && h.deadline > 0 {
+		if !v.live {
 			// Not yet: a restart helps once the GPU has had the init
 			// deadline to come up, not before (a fresh process would only
 			// fail the same way, and the orchestrator's restarts back off).
-			if started, _ := h.rt.InitTimes(); time.Since(started) <= h.deadline {
+			// Without a deadline, never: nothing fails for time.
+			if started, _ := h.rt.InitTimes(); h.deadline <= 0 || time.Since(started) <= h.deadline {
 				return true, ""
 			}
 		}
@@ -283,9 +290,9 @@ func (h *Health) verdict() *verdict {
 	}
 	err := h.rt.Err()
 	class := device.ClassOf(err)
-	v := &verdict{class: class, live: class != device.NotYet}
+	v := &verdict{class: class, live: class != device.NotYet, servesOnCPU: h.cpuFallback && device.FallBackToCPU(err)}
 	v.readyWhy = fmt.Sprintf("initialization failed (%s: %s): %v", class, class.Describe(), err)
-	if h.cpuFallback {
+	if v.servesOnCPU {
 		v.readyWhy = "degraded: serving without a GPU: " + v.readyWhy
 	}
 	if !v.live {

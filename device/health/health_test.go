@@ -132,7 +132,8 @@ func TestHealthDecidesByTheFailuresClass(t *testing.T) {
 		{"999: needs an operator", sim.Unknown, false, "needs-operator", "CUDA_ERROR_UNKNOWN", false, true},
 		{"802 in-process: not yet, a restart may help", sim.NotReady, false, "not-yet", "CUDA_ERROR_SYSTEM_NOT_READY", false, false},
 		{"no device, serving on the CPU", sim.NoDevice, true, "no-gpu", "CUDA_ERROR_NO_DEVICE", true, true},
-		{"802, serving on the CPU meanwhile", sim.NotReady, true, "not-yet", "CUDA_ERROR_SYSTEM_NOT_READY", true, false},
+		{"802 with a CPU fallback: not yet, so no CPU", sim.NotReady, true, "not-yet", "CUDA_ERROR_SYSTEM_NOT_READY", false, false},
+		{"803 with a CPU fallback: a broken GPU never hides behind the CPU", sim.DriverMismatch, true, "needs-operator", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := device.New(sim.New(sim.WithFailure(tc.failure)))
@@ -168,7 +169,7 @@ func TestHealthDecidesByTheFailuresClass(t *testing.T) {
 			s := status(t, h)
 			assert.Equal(t, "failed", s.State)
 			assert.Equal(t, tc.class, s.Class)
-			assert.Equal(t, tc.fallback, s.Degraded)
+			assert.Equal(t, tc.fallback && tc.ready, s.Degraded, "degraded: serving on the CPU")
 			assert.Equal(t, tc.ready, s.Ready)
 			assert.Equal(t, tc.live, s.Live)
 			require.NotNil(t, s.Failure)
@@ -434,4 +435,21 @@ func TestProbesAllocateNothingWhileAPreflightRunsOrWaits(t *testing.T) {
 func TestMain(m *testing.M) {
 	device.ServePreflight()
 	os.Exit(m.Run())
+}
+
+// TestWithoutAnInitDeadlineLivenessNeverFailsForTime: WithInitDeadline(0)
+// never fails liveness for time, a not-yet failure's included.
+func TestWithoutAnInitDeadlineLivenessNeverFailsForTime(t *testing.T) {
+	rt := device.New(sim.New(sim.WithFailure(sim.NotReady)))
+	_ = rt.Init(context.Background())
+	for _, d := range []time.Duration{0, -time.Second} {
+		h := health.New(rt, health.WithInitDeadline(d))
+		code, body := probe(t, h.Live())
+		assert.Equal(t, http.StatusOK, code, "deadline %s: %s", d, body)
+		require.NoError(t, h.Close())
+	}
+	h := health.New(rt, health.WithInitDeadline(time.Nanosecond))
+	defer h.Close()
+	code, _ := probe(t, h.Live())
+	assert.Equal(t, http.StatusServiceUnavailable, code, "with a deadline, a not-yet failure past it fails liveness")
 }

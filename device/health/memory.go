@@ -14,41 +14,47 @@ import (
 const memoryWait = 50 * time.Millisecond
 
 // memoryReads are the status's reads of free memory, one in flight per
-// device: a read stuck in the driver is not joined by another at each
-// status.
+// device, shared by every status that asks meanwhile: a read stuck in the
+// driver is not joined by another at each status.
 type memoryReads struct {
 	mu       sync.Mutex
-	inFlight map[int]chan driver.Memory // ordinal -> the read under way's result
+	inFlight map[int]*memoryRead // ordinal -> the read under way
+}
+
+// memoryRead is one read of a device's memory; done closes once m and ok are
+// set, so that every waiter reads the same result.
+type memoryRead struct {
+	done chan struct{}
+	m    driver.Memory
+	ok   bool
 }
 
 // freeMemory returns device ordinal's memory, and false where it cannot be
 // read without waiting longer than memoryWait (or at all).
 func (h *Health) freeMemory(ordinal int) (driver.Memory, bool) {
 	h.memory.mu.Lock()
-	ch, busy := h.memory.inFlight[ordinal]
+	read, busy := h.memory.inFlight[ordinal]
 	if !busy {
 		if h.memory.inFlight == nil {
-			h.memory.inFlight = map[int]chan driver.Memory{}
+			h.memory.inFlight = map[int]*memoryRead{}
 		}
-		ch = make(chan driver.Memory, 1)
-		h.memory.inFlight[ordinal] = ch
+		read = &memoryRead{done: make(chan struct{})}
+		h.memory.inFlight[ordinal] = read
 		go func() {
 			m, err := h.rt.Memory(context.Background(), ordinal) // under the Runtime's call deadline
+			read.m, read.ok = m, err == nil
 			h.memory.mu.Lock()
 			delete(h.memory.inFlight, ordinal)
 			h.memory.mu.Unlock()
-			if err == nil {
-				ch <- m
-			}
-			close(ch)
+			close(read.done)
 		}()
 	}
 	h.memory.mu.Unlock()
 	t := time.NewTimer(memoryWait)
 	defer t.Stop()
 	select {
-	case m, ok := <-ch:
-		return m, ok
+	case <-read.done:
+		return read.m, read.ok
 	case <-t.C:
 	}
 	return driver.Memory{}, false

@@ -50,7 +50,7 @@ func (h *Health) logChange(state lazy.State) {
 		case !v.live:
 			log.Error("gpuinit: initialization failed, not yet ready; liveness fails so that the process is restarted",
 				"backend", h.rt.Name(), "class", v.class.String(), "init", finished.Sub(started), "err", h.rt.Err())
-		case h.cpuFallback:
+		case v.servesOnCPU:
 			log.Warn("gpuinit: initialization failed; serving without a GPU (degraded)",
 				"backend", h.rt.Name(), "class", v.class.String(), "init", finished.Sub(started), "err", h.rt.Err())
 		default:

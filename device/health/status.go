@@ -90,8 +90,8 @@ func (h *Health) snapshotAt(state lazy.State) Status {
 		err := h.rt.Err()
 		s.Failure = ErrorOf(err)
 		s.Class = device.ClassOf(err).String()
-		s.Degraded = h.cpuFallback
-		if h.cpuFallback && ready {
+		s.Degraded = h.verdict().servesOnCPU
+		if s.Degraded && ready {
 			s.Reason = readyReason
 		}
 	}
