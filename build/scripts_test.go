@@ -59,8 +59,8 @@ func TestGPUSmokeFailsOnAnySkipOrFailure(t *testing.T) {
 		says string
 	}{
 		{"a CUDA host: everything passes", []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_CURAND_LIBRARY=" + curand}, 0, "gpu-smoke: ok"},
-		{"no libcurand: the RNG check is unsupported", []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10"}, 1, "the RNG check was unsupported"},
-		{"no driver: gpuprobe fails and the hardware tests skip", []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1"}, 1, "hardware tests skipped"},
+		{"no libcurand: the RNG check is unsupported", []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_CURAND_LIBRARY=" + fakedriver.NotInstalled("libcurand.so.10")}, 1, "the RNG check was unsupported"},
+		{"no driver: gpuprobe fails and the hardware tests skip", fakedriver.NoGPUHost(t), 1, "hardware tests skipped"},
 		{"sim: passes", []string{"GPU_SMOKE_BACKEND=sim"}, 0, "gpu-smoke: ok"},
 		{"sim without a device: gpuprobe fails", []string{"GPU_SMOKE_BACKEND=sim", "GPUINIT_SIM_FAIL=no-device"}, 1, "gpuprobe exited 3"},
 	} {

@@ -35,6 +35,9 @@ var (
 	// ErrNotReady: the driver is up but the system is not ready yet (CUDA
 	// 802). It wraps ErrNoDevice.
 	ErrNotReady = driver.ErrNotReady
+	// ErrBadSetting: a GPUINIT_* variable or an argument has a value that
+	// cannot be used; the error names it. Open and UsePreflight return it.
+	ErrBadSetting = driver.ErrBadSetting
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the

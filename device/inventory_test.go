@@ -52,7 +52,6 @@ func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
 	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
 }
 
-
 // migHost is a GPU backend whose two devices are MIG instances of one GPU,
 // as CUDA from R570 enumerates them: one PCI bus id (their GPU's), two UUIDs.
 type migHost struct{ fakeGPU }

@@ -143,7 +143,7 @@ func preflightFromEnv(p *Preflight) (*Preflight, error) {
 		default:
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("device: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", EnvPreflight, v)
+				return nil, fmt.Errorf("%w: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", ErrBadSetting, EnvPreflight, v)
 			}
 			base.Deadline = d
 		}

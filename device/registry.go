@@ -140,6 +140,17 @@ func (g *Registry) gpuBackends() []driver.Registration {
 	return regs
 }
 
+// registrations returns every registration, in no order.
+func (g *Registry) registrations() []driver.Registration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	regs := make([]driver.Registration, 0, len(g.backends))
+	for _, reg := range g.backends {
+		regs = append(regs, reg)
+	}
+	return regs
+}
+
 func (g *Registry) lookup(name string) (driver.Registration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -152,7 +163,12 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 // initializes anything and makes no driver call: a named backend's Open (the
 // registration's, which only makes the backend value) runs here, so that a
 // bad configuration (GPUINIT_SIM_* that do not parse) is an error from Open.
-// The name "" reads GPUINIT_BACKEND, and falls back to "auto".
+// Open also checks every GPUINIT_* variable that is set, package device's own
+// and those the backends it may open read (driver.Registration.Env): a value
+// that cannot be used (a deadline that does not parse, a library file or a
+// host root that is not there) or a misspelt variable's name is an error
+// wrapping ErrBadSetting that names it. The name "" reads GPUINIT_BACKEND,
+// and falls back to "auto".
 //
 // "auto" is resolved at the first Init, not here: the first GPU backend, in
 // AutoOrder, whose driver loads and reports a device, with the others'
@@ -178,6 +194,9 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 	}
 	if name == "auto" {
 		candidates := g.gpuBackends()
+		if err := g.checkEnv(candidates); err != nil {
+			return nil, err
+		}
 		if len(candidates) == 0 {
 			return nil, fmt.Errorf("%w: no GPU backend is registered in this binary; forgotten import? import _ %q",
 				ErrNotCompiled, backendsPackage)
@@ -187,6 +206,9 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 	reg, ok := g.lookup(name)
 	if !ok || reg.Open == nil {
 		return nil, g.notCompiled(name, reg, ok, fromEnv)
+	}
+	if err := g.checkEnv([]driver.Registration{reg}); err != nil {
+		return nil, err
 	}
 	b, err := g.openBackend(reg)
 	if err != nil {

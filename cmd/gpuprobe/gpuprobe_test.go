@@ -248,6 +248,11 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		{"bad GPUINIT_SIM_DEVICES", []string{"GPUINIT_SIM_DEVICES=lots"}, []string{"-backend", "sim"}, `GPUINIT_SIM_DEVICES="lots": want a whole number`},
 		{"bad GPUINIT_SIM_FAIL through GPUINIT_BACKEND", []string{"GPUINIT_BACKEND=sim", "GPUINIT_SIM_FAIL=bogus"}, nil, `GPUINIT_SIM_FAIL="bogus": want one of`},
 		{"bad GPUINIT_SIM_INIT_DELAY where auto may fall back to sim", []string{"GPUINIT_SIM_INIT_DELAY=soon"}, nil, `GPUINIT_SIM_INIT_DELAY="soon"`},
+		{"bad GPUINIT_PREFLIGHT", []string{"GPUINIT_PREFLIGHT=bogus"}, nil, `GPUINIT_PREFLIGHT="bogus": want a deadline`},
+		{"a library path that is not there", []string{"GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1"}, []string{"-require-gpu"}, `GPUINIT_CUDA_LIBRARY="/nonexistent/libcuda.so.1" names no file`},
+		{"a host root that is not there", []string{"GPUINIT_SYSFS_ROOT=/nonexistent"}, []string{"-backend", "hip"}, `GPUINIT_SYSFS_ROOT="/nonexistent" names no directory`},
+		{"bad GPUINIT_RAS_PERIOD", []string{"GPUINIT_RAS_PERIOD=-1s"}, []string{"-backend", "hip"}, `GPUINIT_RAS_PERIOD="-1s" is not a positive duration`},
+		{"a variable's name misspelt", []string{"GPUINIT_PREFLIHGT=30s"}, nil, `GPUINIT_PREFLIHGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?`},
 	} {
 		t.Run("usage: "+tc.name, func(t *testing.T) {
 			r := probeRun(t, bin, tc.env, tc.args...)

@@ -55,7 +55,7 @@ func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 	t.Helper()
 	dir := t.TempDir()
 	cuda := fakedriver.BuildInto(t, dir, fakedriver.CUDA)
-	env := []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_HIP_LIBRARY=/nonexistent/libamdhip64.so",
+	env := []string{"GPUINIT_CUDA_LIBRARY=" + cuda, "GPUINIT_HIP_LIBRARY=" + fakedriver.NotInstalled("libamdhip64.so"),
 		"GPUINIT_NVML_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.NVML),
 		"LD_LIBRARY_PATH=" + dir + ":" + os.Getenv("LD_LIBRARY_PATH"),
 		"GPUINIT_PROC_ROOT=" + dir}
@@ -64,7 +64,7 @@ func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 	if curand {
 		return append(env, "GPUINIT_CURAND_LIBRARY="+fakedriver.BuildInto(t, dir, fakedriver.CURAND))
 	}
-	return append(env, "GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10")
+	return append(env, "GPUINIT_CURAND_LIBRARY="+fakedriver.NotInstalled("libcurand.so.10"))
 }
 
 // hostAvailable is the fake NVIDIA host's MemAvailable, in bytes.
@@ -184,7 +184,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		dir := t.TempDir()
 		hip := fakedriver.BuildInto(t, dir, fakedriver.HIP)
 		fakedriver.BuildInto(t, dir, fakedriver.HIPRAND)
-		env := append(fakedriver.NoGPUHost(t), "GPUINIT_HIP_LIBRARY="+hip, "GPUINIT_SYSFS_ROOT="+filepath.Join(dir, "no-sysfs"))
+		env := append(fakedriver.NoGPUHost(t), "GPUINIT_HIP_LIBRARY="+hip, "GPUINIT_SYSFS_ROOT="+t.TempDir())
 		r := probeRun(t, bin, env, "-json", "-require-gpu")
 		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 		rep := decode(t, r)

@@ -10,7 +10,8 @@
 //
 // Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung,
 // the RNG check failed, a device was lost while probed, or a fleet file could
-// not be written; 2 bad usage (-require-gpu with sim among it); 3 backend
+// not be written; 2 bad usage (-require-gpu with sim, a GPUINIT_* value that
+// cannot be used); 3 backend
 // unavailable or no device (with -require-gpu, no usable GPU); 130 or 143
 // interrupted by SIGINT or SIGTERM.
 package main
@@ -84,7 +85,9 @@ const exitText = `
 Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung, the
 RNG check failed, a device was lost while probed, or a fleet file (-nfd-file,
 -prom-file) could not be written; 2 bad usage, including -require-gpu with
--backend sim (or GPUINIT_BACKEND=sim) and a GPUINIT_SIM_* value sim cannot use;
+-backend sim (or GPUINIT_BACKEND=sim), and a GPUINIT_* value that cannot be
+used (GPUINIT_PREFLIGHT, a library file or host root that is not there, a
+misspelt variable's name, a GPUINIT_SIM_* value sim cannot use);
 3 backend unavailable or no device (with -require-gpu, no usable GPU);
 130 or 143 interrupted by SIGINT or SIGTERM (with -interval, a signal ends the
 loop with 0).

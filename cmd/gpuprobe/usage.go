@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -37,6 +38,11 @@ func checkBackend(fs *flag.FlagSet, cfg config, known []string) string {
 		if _, err := sim.OptionsFromEnv(); err != nil {
 			return err.Error()
 		}
+	}
+	// Open checks every GPUINIT_* variable the backends read, and touches no
+	// driver: a bad value is a usage error, never "no GPU".
+	if _, err := device.Open(cfg.backend); errors.Is(err, device.ErrBadSetting) {
+		return err.Error()
 	}
 	return ""
 }

@@ -13,12 +13,12 @@ import (
 
 // theLine is the README's first example's handling of a host without a usable
 // GPU, which TestTheREADMEsNoGPULineRunsHere runs.
-const theLine = "if device.NoUsableGPU(err) { serveOnCPU() }"
+const theLine = "case device.FallBackToCPU(err): serveOnCPU()"
 
 // TestTheREADMEsNoGPULineRunsHere runs the README's first example on this
 // machine, over every backend the build has and the preflight on (this test
 // binary is its children, served by the package's init): on a
-// machine without a GPU (CI's), device.NoUsableGPU says so, whatever the
+// machine without a GPU (CI's), device.FallBackToCPU says so, whatever the
 // backends found (no library, no device, no cgo); on one with, Init works.
 func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
@@ -37,17 +37,23 @@ func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	servedOnCPU := false
+	servedOnCPU, unready := false, false
 	serveOnCPU := func() { servedOnCPU = true }
+	stayUnready := func(error) { unready = true }
 	_, err = rt.DeviceCount(ctx)
-	if device.NoUsableGPU(err) { // theLine, as gofmt lays it out
+	switch { // the README's lines, as gofmt lays them out
+	case device.FallBackToCPU(err):
 		serveOnCPU()
+	case err != nil:
+		stayUnready(err)
 	}
 	switch {
 	case err == nil:
 		t.Logf("this machine has a usable GPU: %s", rt.Name())
+	case unready:
+		t.Fatalf("this machine has a GPU that is broken or not ready (%s), or FallBackToCPU missed a host without one: %v", device.ClassOf(err), err)
 	case !servedOnCPU:
-		t.Fatalf("an initialization failure that NoUsableGPU missed: %v", err)
+		t.Fatalf("an initialization failure that FallBackToCPU missed: %v", err)
 	default:
 		t.Logf("no usable GPU here (%s): %v", device.ClassOf(err), err)
 		if errors.Is(err, context.Canceled) {

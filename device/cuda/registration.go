@@ -4,6 +4,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
 )
 
@@ -33,7 +34,12 @@ func Registration() driver.Registration {
 		Ordering:    driver.OrderingCURAND,
 		Visibility:  driver.VisibilityCUDA,
 		Present:     func() (bool, string) { return nvmodule.Read().Present() },
-		Classify:    classify,
+		Env: []driver.EnvVar{
+			{Name: EnvLibrary, Check: dynload.CheckFile(EnvLibrary, "libcuda.so.1")},
+			{Name: EnvCurandLibrary, Check: dynload.CheckFile(EnvCurandLibrary, "libcurand.so.10")},
+			{Name: EnvNVMLLibrary, Check: dynload.CheckFile(EnvNVMLLibrary, "libnvidia-ml.so.1")},
+		},
+		Classify: classify,
 	}
 }
 

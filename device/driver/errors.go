@@ -26,6 +26,9 @@ var (
 	// ErrNotInitialized: the backend cannot answer before Init without
 	// initializing, and it never initializes on its own.
 	ErrNotInitialized = errors.New("device: not initialized yet")
+	// ErrBadSetting: a setting the user gave (a GPUINIT_* variable, an
+	// argument) has a value that cannot be used. The error names it.
+	ErrBadSetting = errors.New("device: bad setting")
 
 	// ErrDriverTooOld: the driver is older than the backend, or the server
 	// (RequireDriverVersion), needs. It wraps ErrDriverMismatch.

@@ -35,6 +35,11 @@ type Registration struct {
 	// here" when the driver finds no device: the device nodes of a GPU the
 	// driver will find soon exist already. Nil means unknown, taken as no.
 	Present func() (present bool, evidence string)
+	// Env lists the GPUINIT_* variables the backend reads, each with a check
+	// of its value. device.Open checks every one of them that is set, so
+	// that a bad value is an error of Open naming the variable, never a
+	// failure found later or a silent default.
+	Env []EnvVar
 	// Classify turns a raw code that a server's engine got from its own
 	// driver call op into a *DriverError: its name, hint, sentinel and
 	// whether it is sticky. It works before the driver is loaded (from the
@@ -79,3 +84,13 @@ const (
 	// CUDA_VISIBLE_DEVICES) over what ROCr left, as ROCm reads them.
 	VisibilityROCm
 )
+
+// EnvVar is an environment variable a backend reads.
+type EnvVar struct {
+	Name string
+	// Check returns an error wrapping ErrBadSetting, naming the variable,
+	// for a value the backend cannot use; nil accepts any value. It is
+	// called only where the variable is set and not blank, and must not
+	// load a library or call a driver.
+	Check func(value string) error
+}

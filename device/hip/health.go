@@ -5,7 +5,6 @@ package hip
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -13,13 +12,6 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/gpuinit/gpuinit/device/internal/ras"
 )
-
-// EnvRASPeriod sets how often the health watch reads amdgpu's RAS counters,
-// as a Go duration ("10s", the default). A value that is not a positive
-// duration leaves the devices' health unknown, with the variable named.
-const EnvRASPeriod = "GPUINIT_RAS_PERIOD"
-
-const defaultRASPeriod = 10 * time.Second
 
 // WatchHealth watches each device's amdgpu RAS error counters
 // (ras/<block>_err_count under its PCI device in sysfs, found by PCI bus id,
@@ -100,17 +92,4 @@ func readRAS(ordinal int, dir string, before *ras.Counts, report func(driver.Hea
 	report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, At: time.Now(),
 		Counters: &driver.HealthCounters{ECCUncorrected: &ue, ECCCorrected: &ce}})
 	return &now
-}
-
-// rasPeriod is GPUINIT_RAS_PERIOD, or the default.
-func rasPeriod() (time.Duration, error) {
-	v := strings.TrimSpace(os.Getenv(EnvRASPeriod))
-	if v == "" {
-		return defaultRASPeriod, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("hip: %s=%q is not a positive duration such as 10s, so the devices' RAS counters are not read", EnvRASPeriod, v)
-	}
-	return d, nil
 }

@@ -1,11 +1,24 @@
 package hip
 
 import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
+
+// EnvRASPeriod sets how often the health watch reads amdgpu's RAS counters,
+// as a Go duration ("10s", the default). A value that is not a positive
+// duration leaves the devices' health unknown, with the variable named.
+const EnvRASPeriod = "GPUINIT_RAS_PERIOD"
+
+const defaultRASPeriod = 10 * time.Second
 
 // Environment variables naming files to load instead of searching, for odd
 // installs and for tests.
@@ -32,7 +45,12 @@ func Registration() driver.Registration {
 		Ordering:    driver.OrderingSequential,
 		Visibility:  driver.VisibilityROCm,
 		Present:     kfd.Present,
-		Classify:    classify,
+		Env: []driver.EnvVar{
+			{Name: EnvLibrary, Check: dynload.CheckFile(EnvLibrary, "libamdhip64.so")},
+			{Name: EnvHiprandLibrary, Check: dynload.CheckFile(EnvHiprandLibrary, "libhiprand.so.1")},
+			{Name: EnvRASPeriod, Check: func(string) error { _, err := rasPeriod(); return err }},
+		},
+		Classify: classify,
 	}
 }
 
@@ -40,4 +58,17 @@ func Registration() driver.Registration {
 // Backend.DriverError.
 func classify(op string, code int) *driver.DriverError {
 	return drivercodes.CUDA.Error(op, code, "", "")
+}
+
+// rasPeriod is GPUINIT_RAS_PERIOD, or the default.
+func rasPeriod() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(EnvRASPeriod))
+	if v == "" {
+		return defaultRASPeriod, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a positive duration such as 10s", driver.ErrBadSetting, EnvRASPeriod, v)
+	}
+	return d, nil
 }

@@ -35,7 +35,7 @@ func TestBringUpOverTheFakeDriver(t *testing.T) {
 	}{
 		{"cuda", "cuInit", "GPUINIT_FAKE_CUDA", func(t *testing.T, log fakedriver.CallLog) []string {
 			return []string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.Build(t, fakedriver.CUDA),
-				"GPUINIT_CURAND_LIBRARY=/nonexistent/libcurand.so.10", "GPUINIT_FAKE_CUDA_LOG=" + string(log)}
+				"GPUINIT_CURAND_LIBRARY=" + fakedriver.NotInstalled("libcurand.so.10"), "GPUINIT_FAKE_CUDA_LOG=" + string(log)}
 		}, []string{"GPUINIT_FAKE_CUDA_INIT=802", "GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=2"}},
 		// hipInit's 100 is not-yet only where /dev/kfd exists: the
 		// driver has not found the GPU yet.

@@ -74,3 +74,9 @@ func Loadable(env []string, names ...string) bool {
 	}
 	return false
 }
+
+// NotInstalled is a bare library name for a GPUINIT_*_LIBRARY variable that
+// the loader finds nowhere: a host where that library is not installed. A
+// path that is not there would not do: it is a bad setting, refused at
+// device.Open.
+func NotInstalled(soname string) string { return "gpuinit-not-installed-" + soname }

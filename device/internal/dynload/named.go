@@ -93,3 +93,19 @@ func brokenInstall(spec Spec, found, dep, msg string) error {
 		Message: fmt.Sprintf("found %s, but it needs %s, which could not be loaded: %s", found, dep, msg),
 		Hint:    fmt.Sprintf("install the package that ships %s, or add its directory to LD_LIBRARY_PATH (some distributions' builds have no RUNPATH to find it)", dep)}
 }
+
+// CheckFile is the check of env, a variable that names a library file
+// (want, such as libcuda.so.1), for a registration's driver.EnvVar: a path
+// must be a file that is there; a bare name is left to the loader's search.
+func CheckFile(env, want string) func(string) error {
+	return func(file string) error {
+		if !strings.Contains(file, "/") {
+			return nil
+		}
+		if info, err := os.Stat(file); err != nil || info.IsDir() {
+			return fmt.Errorf("%w: %s=%q names no file: point it at %s (ldconfig -p shows where the loader finds it), or unset it",
+				driver.ErrBadSetting, env, file, want)
+		}
+		return nil
+	}
+}
