@@ -68,6 +68,7 @@ type Runtime struct {
 	canaries       sync.Map                          // ordinal -> when its canary in flight started
 	driverVersions sync.Map                          // backend name -> the driver version it read before it failed
 	stop           *stopping                         // Close: nothing more starts, and preflights end
+	failedCalls    failedCalls                       // queued calls that failed when they ran
 }
 
 // choice is a Runtime's backend and what it registered with.
@@ -92,7 +93,7 @@ func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driv
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}
-	r.init = lazy.New(r.initialize, opts...)
+	r.init = lazy.New(r.initialize, append(slices.Clip(opts), lazy.WithQueuedFailures(r.failedCalls.add))...)
 	return r
 }
 
@@ -162,6 +163,15 @@ func (r *Runtime) Start(ctx context.Context) error {
 
 // LazyCall runs fn now if the Runtime is initialized, else queues it to run right
 // after initialization; it never initializes. See lazy.Initializer.Call.
+//
+// A queued fn's failure is its own call's: it does not fail the
+// initialization, which every caller shares. It is recorded, with the call
+// site that queued it (FailedCalls, and the health status), and the caller's
+// package says it back as its kind of call has it (rng: the next call of the
+// same method returns it). PyTorch instead raises the failure from whatever
+// call initializes, and re-runs the whole queue at the next one; a failure
+// there stops every later caller too. One request's bad ordinal must not
+// take the GPU from every other request for the life of the process.
 // A nil ctx panics, naming LazyCall.
 func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
 	nilContext(ctx, "LazyCall")

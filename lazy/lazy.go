@@ -35,6 +35,7 @@ package lazy
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,9 +341,27 @@ func (i *Initializer) run(parent context.Context) {
 		i.head++
 		i.unlock()
 		if !step(next) {
-			return
+			if i.options.onFailure == nil || err == ErrGoexit {
+				return
+			}
+			// The failure is the queued call's own: report it, and go on.
+			if err = i.reportFailure(&DeferredError{Site: next.site(), Err: err}); err != nil {
+				return // report panicked: that fails the initialization, with cur's site
+			}
 		}
 	}
+}
+
+// reportFailure passes a queued call's failure to WithQueuedFailures'
+// report, and returns a *PanicError if report panics.
+func (i *Initializer) reportFailure(failed *DeferredError) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	i.options.onFailure(failed)
+	return nil
 }
 
 // fail makes cur's failure final: it takes every function still queued out of

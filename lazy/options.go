@@ -12,6 +12,7 @@ type options struct {
 	watchdog    time.Duration // used when watchdogSet; zero or less disables
 	watchdogSet bool
 	logger      *slog.Logger // nil means slog.Default() at the time of logging
+	onFailure   func(*DeferredError)
 }
 
 // WithWatchdog sets how long init or one queued function may run before the
@@ -47,4 +48,22 @@ func (o *options) log() *slog.Logger {
 		return o.logger
 	}
 	return slog.Default()
+}
+
+// WithQueuedFailures makes a queued function's failure its own: a queued
+// function that returns an error or panics no longer fails the
+// initialization. Its *DeferredError (the call site that queued it, and the
+// error or *PanicError) is passed to report, on the initialization's
+// goroutine with no lock held, and the functions queued after it run as they
+// would have. The Initializer still fails for init's own failure, and for a
+// queued function that calls runtime.Goexit, which ends the goroutine that
+// runs the queue. Functions that run at once (after Ready, or re-entrant)
+// return their error to their caller, as without the option.
+//
+// Without it a queued failure fails the initialization for every caller, for
+// the Initializer's life: right where the queued work is part of being
+// initialized, wrong where it is one caller's request that happened to come
+// early. report must not block: the queue waits for it.
+func WithQueuedFailures(report func(*DeferredError)) Option {
+	return func(o *options) { o.onFailure = report }
 }

@@ -49,9 +49,10 @@ var ErrClosed = errors.New("rng: Generators used after Close")
 type Generators struct {
 	rt Runtime
 
-	mu      sync.Mutex // protects following fields
-	devices map[int]*deviceGen
-	closed  bool
+	mu             sync.Mutex // protects following fields
+	devices        map[int]*deviceGen
+	closed         bool
+	queuedFailures map[string]error // by method: a queued call's failure, for the next call of it
 }
 
 // deviceGen is one device's generator. Its lock is a semaphore of one, held
@@ -143,14 +144,14 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 // queues it. depth counts the frames from mutate's caller to the exported
 // method (1 when that method calls mutate itself), so that the call site
 // recorded for queued work is the user's line, not this file's.
-func (g *Generators) mutate(ctx context.Context, depth, ordinal int, apply func(*State)) error {
+func (g *Generators) mutate(ctx context.Context, depth int, method string, ordinal int, apply func(*State)) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
 	if ordinal < 0 {
 		return g.rt.CheckOrdinal(ordinal)
 	}
-	return g.rt.LazyCallDepth(ctx, depth+1, func(context.Context) error {
+	return g.lazyCall(ctx, depth+1, method, func(context.Context) error {
 		_, err := g.apply(ctx, ordinal, apply)
 		return err
 	})
@@ -181,11 +182,11 @@ func (g *Generators) apply(ctx context.Context, ordinal int, f func(*State)) (ap
 // mutateAll is mutate for every device, with apply told which device. check
 // sees the device count first and can refuse the whole call, so that nothing is
 // half-applied.
-func (g *Generators) mutateAll(ctx context.Context, depth int, check func(devices int) error, apply func(ordinal int, s *State)) error {
+func (g *Generators) mutateAll(ctx context.Context, depth int, method string, check func(devices int) error, apply func(ordinal int, s *State)) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
-	return g.rt.LazyCallDepth(ctx, depth+1, func(ctx context.Context) error {
+	return g.lazyCall(ctx, depth+1, method, func(ctx context.Context) error {
 		// Initialized by now; ctx marks this as part of the initialization.
 		n, err := g.rt.DeviceCount(ctx)
 		if err != nil {
@@ -215,17 +216,17 @@ func (g *Generators) usable() error {
 
 // ManualSeed sets device ordinal's seed and resets its offset to 0, like
 // torch.cuda.manual_seed. Before initialization it is queued (and returns nil);
-// an ordinal beyond the devices found then fails the initialization with a
-// *lazy.DeferredError naming this call.
+// an ordinal beyond the devices found then fails this call alone, not the
+// initialization: the next ManualSeed returns its error (see the package doc).
 func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) error {
 	nilContext(ctx, "ManualSeed")
-	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
+	return g.mutate(ctx, 1, "ManualSeed", ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // ManualSeedAll is ManualSeed on every device.
 func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
 	nilContext(ctx, "ManualSeedAll")
-	return g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
+	return g.mutateAll(ctx, 1, "ManualSeedAll", func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 // Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
@@ -236,7 +237,7 @@ func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
+	return seed, g.mutate(ctx, 1, "Seed", ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // SeedAll seeds every device with one non-deterministic seed, like
@@ -247,7 +248,7 @@ func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
+	return seed, g.mutateAll(ctx, 1, "SeedAll", func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
 }
 
 // SetState sets device ordinal's seed and offset, like torch.cuda.set_rng_state.
@@ -258,7 +259,7 @@ func (g *Generators) SetState(ctx context.Context, ordinal int, state State) err
 	if err := state.validate(); err != nil {
 		return err
 	}
-	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = state })
+	return g.mutate(ctx, 1, "SetState", ordinal, func(s *State) { *s = state })
 }
 
 // SetStateAll sets every device's state; states[i] is device i's. Every state is
@@ -272,7 +273,7 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 		}
 	}
 	states = append([]State(nil), states...)
-	return g.mutateAll(ctx, 1, func(devices int) error {
+	return g.mutateAll(ctx, 1, "SetStateAll", func(devices int) error {
 		if len(states) != devices {
 			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), devices)
 		}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
-	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -109,17 +111,36 @@ func TestBadCallsAreRefusedAtOnce(t *testing.T) {
 	assert.True(t, rt.IsInitialized())
 }
 
-func TestQueuedCallForMissingDeviceNamesItsCallSite(t *testing.T) {
+// TestAQueuedCallsFailureIsItsOwn: a ManualSeed queued for a device the host
+// turns out not to have fails that call alone. The initialization succeeds
+// and every other queued call applies; the runtime records the failure with
+// the call site that queued it; the next ManualSeed returns it, once.
+func TestAQueuedCallsFailureIsItsOwn(t *testing.T) {
 	ctx := context.Background()
 	g, rt := newGenerators(2)
 	_, _, line, _ := runtime.Caller(0)
 	require.NoError(t, g.ManualSeed(ctx, 7, 1)) // only 0 and 1 exist: known at init
-	err := rt.Init(ctx)
-	var de *lazy.DeferredError
-	require.ErrorAs(t, err, &de)
-	assert.ErrorIs(t, err, device.ErrInvalidDevice)
-	assert.Contains(t, de.Site, fmt.Sprintf("rng_test.go:%d ", line+1))
-	assert.Contains(t, de.Site, "TestQueuedCallForMissingDeviceNamesItsCallSite")
+	require.NoError(t, g.ManualSeed(ctx, 1, 99))
+	require.NoError(t, rt.Init(ctx), "one caller's bad ordinal fails no one else")
+	s, err := g.State(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(99), s.Seed, "the call queued after the bad one applied")
+
+	failed, more := rt.FailedCalls()
+	require.Len(t, failed, 1)
+	assert.Zero(t, more)
+	assert.ErrorIs(t, failed[0], device.ErrInvalidDevice)
+	assert.Contains(t, failed[0].Site, fmt.Sprintf("rng_test.go:%d ", line+1))
+	assert.Contains(t, failed[0].Site, "TestAQueuedCallsFailureIsItsOwn")
+
+	err = g.ManualSeed(ctx, 0, 5)
+	assert.ErrorIs(t, err, device.ErrInvalidDevice, "the next ManualSeed says the earlier one failed")
+	assert.ErrorContains(t, err, "a ManualSeed queued before initialization failed when it ran, so this call was not made")
+	s, err = g.State(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, rng.DefaultSeed, s.Seed, "the call that reported it was not made")
+	require.NoError(t, g.ManualSeed(ctx, 0, 5), "said once")
+	require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 3}), "another method has nothing to say")
 }
 
 func TestGenerateDrawsCURANDAndAdvancesLikeTorch(t *testing.T) {
@@ -235,8 +256,12 @@ func TestSetStateAllWithWrongCountChangesNothing(t *testing.T) {
 	g, rt := newGenerators(2)
 	require.NoError(t, g.ManualSeed(ctx, 1, 7))
 	require.NoError(t, g.SetStateAll(ctx, []rng.State{{Seed: 1}, {Seed: 2}, {Seed: 3}})) // queued: count unknown
-	err := rt.Init(ctx)
-	assert.ErrorIs(t, err, rng.ErrBadState)
+	require.NoError(t, rt.Init(ctx), "the bad SetStateAll fails alone")
+	s, err := g.State(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, rng.State{Seed: 7}, s, "and changed nothing")
+	err = g.SetStateAll(ctx, []rng.State{{Seed: 1}, {Seed: 2}})
+	assert.ErrorIs(t, err, rng.ErrBadState, "the next SetStateAll says it")
 	assert.ErrorContains(t, err, "3 states for 2 devices")
 
 	g2, _ := newGenerators(2)
@@ -393,4 +418,41 @@ func TestANilContextPanicsNamingTheMethod(t *testing.T) {
 	} {
 		assert.PanicsWithValue(t, "rng: Generators."+name+" called with a nil Context", call, name)
 	}
+}
+
+// TestEveryFailureOfACallIsSaid: calls made while the initialization drains
+// its queue either run at once, returning their own error, or are queued,
+// their failure recorded by the runtime and said by a later call of the
+// method: never lost.
+func TestEveryFailureOfACallIsSaid(t *testing.T) {
+	ctx := context.Background()
+	g, rt := newGenerators(2)
+	var wg sync.WaitGroup
+	var ranAtOnce, queued, told atomic.Int64
+	said := func(err error) {
+		if err != nil && strings.Contains(err.Error(), "queued before initialization failed") {
+			told.Add(1)
+		}
+	}
+	for range 100 {
+		wg.Go(func() {
+			err := g.ManualSeed(ctx, 7, 1)
+			switch {
+			case err == nil:
+				queued.Add(1)
+			case strings.Contains(err.Error(), "queued before initialization failed"):
+				told.Add(1) // an earlier queued call's, said in place of this one
+			default:
+				assert.ErrorIs(t, err, device.ErrInvalidDevice)
+				ranAtOnce.Add(1)
+			}
+		})
+	}
+	wg.Go(func() { assert.NoError(t, rt.Init(ctx)) })
+	wg.Wait()
+	failed, more := rt.FailedCalls()
+	assert.Equal(t, queued.Load(), int64(len(failed)+more), "each queued call's failure is recorded")
+	said(g.ManualSeed(ctx, 0, 1))
+	assert.Equal(t, queued.Load() > 0, told.Load() > 0, "a queued failure is said by a later call")
+	t.Logf("%d ran at once, %d were queued, %d said a queued one's failure", ranAtOnce.Load(), queued.Load(), told.Load())
 }

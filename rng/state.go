@@ -9,6 +9,15 @@
 // driver's init; reads initialize first, as torch does. Arguments are
 // validated when a call is made, so a bad call is refused at once and never
 // queued; a state is applied whole or not at all.
+//
+// What can be known only at initialization (an ordinal beyond the devices
+// found, a state per device for another count) fails that queued call alone:
+// the initialization succeeds, the calls queued after it apply, and the next
+// call of the same method returns its error (that call is then not made),
+// as a later Write returns an earlier error of a buffered writer. The runtime
+// lists it too ([device.Runtime.FailedCalls], the health status). PyTorch
+// raises such a failure from whatever call initializes and leaves the queue
+// to be re-run, so one bad call stops every caller.
 package rng
 
 import (

@@ -2,6 +2,7 @@ package health_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -301,4 +302,21 @@ func TestTheStatusReadsFreeMemory(t *testing.T) {
 	st = status(t, h)
 	assert.NotNil(t, st.Devices[0].FreeMemory)
 	assert.Nil(t, st.Devices[1].FreeMemory, "a lost device's memory is not read")
+}
+
+// TestTheStatusListsQueuedCallsThatFailed: a queued call's failure leaves
+// the runtime ready, and the status names it with the call site.
+func TestTheStatusListsQueuedCallsThatFailed(t *testing.T) {
+	rt := device.New(sim.New())
+	defer rt.Close()
+	bad := errors.New("a bad queued call")
+	require.NoError(t, rt.LazyCall(context.Background(), func(context.Context) error { return bad }))
+	require.NoError(t, rt.Init(context.Background()))
+	h := health.New(rt, quiet)
+	defer h.Close()
+	s := h.Snapshot()
+	assert.True(t, s.Ready)
+	require.Len(t, s.FailedCalls, 1)
+	assert.Contains(t, s.FailedCalls[0].Message, "a bad queued call")
+	assert.Contains(t, s.FailedCalls[0].Site, "afterinit_test.go:")
 }

@@ -150,6 +150,12 @@ type Status struct {
 	Devices        []Device          `json:"devices"`
 	Lost           []Lost            `json:"lost,omitempty"`
 	ErrorsReported map[int]int64     `json:"errors_reported,omitempty"` // non-sticky errors, by ordinal
+	// FailedCalls are the calls queued before initialization that failed
+	// when they ran (device.Runtime.FailedCalls), each with the call site
+	// that queued it; their failures are their own, and the runtime is
+	// ready. MoreFailedCalls counts those past the first 16.
+	FailedCalls     []*Error `json:"failed_calls,omitempty"`
+	MoreFailedCalls int      `json:"more_failed_calls,omitempty"`
 	Visibility     map[string]string `json:"visibility,omitempty"`
 	Init           InitTimes         `json:"init"`
 	Failure        *Error            `json:"failure,omitempty"`

@@ -126,6 +126,13 @@ func (h *Health) addDevices(s *Status) {
 	if counts := h.rt.ErrorCounts(); len(counts) > 0 {
 		s.ErrorsReported = counts
 	}
+	failed, more := h.rt.FailedCalls()
+	for _, d := range failed {
+		e := ErrorOf(d)
+		e.Class = "" // the call's own failure: no initialization failed
+		s.FailedCalls = append(s.FailedCalls, e)
+	}
+	s.MoreFailedCalls = more
 }
 
 // BringUpOf is b as JSON, in the layout gpuprobe's report shares.
