@@ -51,6 +51,29 @@ func (r report) verdict() string {
 	return "failed"
 }
 
+// noGPU reports a run that found no GPU to probe: it fell back to sim, or
+// the GPU runtime failed. Its devices, if any, are sim's.
+func (r report) noGPU() bool {
+	return r.Fallback != nil || (r.Class != "" && r.ExitCode != exitOK)
+}
+
+// noGPUReason is the kind of failure that left the node without a GPU
+// (no-driver, no-device, driver-mismatch…): the lead backend's, "" where
+// none is known.
+func (r report) noGPUReason() string {
+	if r.Fallback != nil {
+		for _, f := range r.Fallback.Backends {
+			if f.Error != nil && f.Error.Kind != "" && (r.Class == "" || f.Error.Class == r.Class) {
+				return f.Error.Kind
+			}
+		}
+	}
+	if r.Error != nil {
+		return r.Error.Kind
+	}
+	return ""
+}
+
 // notInLabels matches what a Kubernetes label value may not hold.
 var notInLabels = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
@@ -73,6 +96,14 @@ func nfdFeatures(r report, now time.Time, ttl time.Duration) []byte {
 	fmt.Fprintf(&b, "# +expiry-time=%s\n", now.Add(ttl).UTC().Format(time.RFC3339))
 	label := func(name, value string) { fmt.Fprintf(&b, "%s%s=%s\n", labelPrefix, name, labelValue(value)) }
 	label("probe", r.verdict())
+	if r.noGPU() {
+		// What sim found says nothing of this node: a device or arch label
+		// would put GPU pods on it. The verdict and its reason only.
+		if reason := r.noGPUReason(); reason != "" {
+			label("reason", reason)
+		}
+		return b.Bytes()
+	}
 	label("backend", r.Backend)
 	if r.DriverVersion != 0 {
 		label("driver-version", fmt.Sprint(r.DriverVersion))
@@ -142,8 +173,12 @@ func promMetrics(r report, now time.Time) []byte {
 	}
 	gauge("gpuinit_init_duration_seconds", "How long the GPU runtime's initialization took.")
 	fmt.Fprintf(&b, "gpuinit_init_duration_seconds{backend=%q} %g\n", r.Backend, r.InitMillis/1000)
-	gauge("gpuinit_devices", "How many GPUs the driver reported.")
-	fmt.Fprintf(&b, "gpuinit_devices{backend=%q} %d\n", r.Backend, len(r.Devices))
+	gauge("gpuinit_devices", "How many GPUs the driver reported; 0 where the node has none to probe.")
+	devices := len(r.Devices)
+	if r.noGPU() {
+		devices = 0 // sim's devices are no GPUs of this node's
+	}
+	fmt.Fprintf(&b, "gpuinit_devices{backend=%q} %d\n", r.Backend, devices)
 	gauge("gpuinit_driver_version", "The driver's version (CUDA: 12040 for 12.4); 0 where unknown.")
 	fmt.Fprintf(&b, "gpuinit_driver_version{backend=%q} %d\n", r.Backend, r.DriverVersion)
 	gauge("gpuinit_init_failure", "The GPU runtime's initialization failed, by class (no-gpu, not-yet, needs-operator): 1 for the class it failed with.")
@@ -158,7 +193,9 @@ func promMetrics(r report, now time.Time) []byte {
 		gauge("gpuinit_preflight_attempts", "How many preflight children the bring-up ran.")
 		fmt.Fprintf(&b, "gpuinit_preflight_attempts{backend=%q} %d\n", r.Backend, r.BringUp.Attempts)
 	}
-	deviceMetrics(&b, r, gauge)
+	if !r.noGPU() {
+		deviceMetrics(&b, r, gauge)
+	}
 	gauge("gpuinit_probe_timestamp_seconds", "When the probe ran, in seconds since the epoch.")
 	fmt.Fprintf(&b, "gpuinit_probe_timestamp_seconds %d\n", now.Unix())
 	return b.Bytes()

@@ -80,11 +80,21 @@ func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	rep := decode(t, r)
 	features, err := os.ReadFile(nfd)
 	require.NoError(t, err)
-	assert.Equal(t, "no-gpu", labels(t, features)["gpuinit.io/probe"], "sim says nothing about this node's GPUs: the class of the GPU runtime's failure")
+	got := labels(t, features)
+	assert.Equal(t, "no-gpu", got["gpuinit.io/probe"], "sim says nothing about this node's GPUs: the class of the GPU runtime's failure")
+	require.NotNil(t, rep.Fallback)
+	assert.Equal(t, rep.Fallback.Backends[0].Error.Kind, got["gpuinit.io/reason"], "the reason, by the first backend's kind")
+	for name := range got {
+		assert.False(t, strings.HasPrefix(name, "gpuinit.io/arch.") || strings.HasPrefix(name, "gpuinit.io/mig-") ||
+			name == "gpuinit.io/devices" || name == "gpuinit.io/backend" || name == "gpuinit.io/rng",
+			"no label claims a GPU that is not there: %s=%s", name, got[name])
+	}
 	assert.Equal(t, "no-gpu", rep.Verdict, "the report says the label's verdict")
 	metrics, err := os.ReadFile(prom)
 	require.NoError(t, err)
 	assert.Contains(t, string(metrics), `gpuinit_probe_success{backend="sim",verdict="no-gpu"} 0`)
+	assert.Contains(t, string(metrics), `gpuinit_devices{backend="sim"} 0`, "sim's devices are no GPUs of this node's")
+	assert.NotContains(t, string(metrics), "gpuinit_device_", "no per-device GPU series")
 	text := probeRun(t, bin, env, "-scenario", "queued")
 	assert.Contains(t, text.stdout, "result      ok on sim; this node's verdict (gpuinit.io/probe, gpuinit_probe_success): no-gpu\n")
 }
