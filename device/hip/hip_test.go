@@ -97,7 +97,7 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	t.Run("no device, found by hipGetDeviceCount after hipInit succeeded", func(t *testing.T) {
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_DEVICES=0", "GPUINIT_FAKE_HIP_INIT=0",
-			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", hostfs.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", hostfs.EnvDevRoot+"="+noKFD)...) // -1 would fail hipInit itself
 	})
 	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
 		runChild(t, "TestChildMemory", env...)
@@ -188,7 +188,9 @@ func TestChildNoDevice(t *testing.T) {
 	assert.Equal(t, cmp.Or(os.Getenv("WANT_OP"), "hipInit"), de.Op)
 	assert.Equal(t, cmp.Or(os.Getenv("WANT_CODE"), "101"), strconv.Itoa(de.Code), "ROCm before 6.2 reports a missing /dev/kfd as 101")
 	assert.Contains(t, de.Hint, "kfd: the amdgpu kernel driver is not loaded")
-	assert.Contains(t, de.Hint, `ROCR_VISIBLE_DEVICES="-1" hides every device`)
+	if os.Getenv("ROCR_VISIBLE_DEVICES") != "" {
+		assert.Contains(t, de.Hint, `ROCR_VISIBLE_DEVICES="-1" hides every device`)
+	}
 }
 
 func TestChildMemory(t *testing.T) {

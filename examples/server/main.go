@@ -13,9 +13,11 @@
 // Before the driver's init runs in the server's process, a preflight child
 // (this binary again, which serves it through device/backends) runs it
 // first, so that a driver that hangs or crashes in its init takes the child
-// down, not the server; a GPU that is not ready yet is retried. Where there
-// is no usable GPU (a CPU-only host, a CGO_ENABLED=0 build) the server stays
-// live and serves its draws on the CPU, saying so in /gpuinit/status.
+// down, not the server; a GPU that is not ready yet is retried. Where the host
+// has no GPU (a CPU-only host, a CGO_ENABLED=0 build) the server stays live
+// and serves its draws on the CPU, saying so in /gpuinit/status. Where a GPU
+// is there but broken (a driver mismatch, a bad setting) it stays live and
+// unready, with the reason and the class in the status: an operator must act.
 //
 // Every driver call after init runs under -call-deadline: a draw that hangs
 // in the driver loses its device as hung (readiness 503), later draws wait

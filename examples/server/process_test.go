@@ -38,7 +38,13 @@ func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd)
 // comes.
 func startServerLogged(t testing.TB, env []string, args ...string) (string, *exec.Cmd, *serverLog) {
 	t.Helper()
-	cmd := exec.Command(childtest.Binary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	return startBinary(t, childtest.Binary(t), env, args...)
+}
+
+// startBinary is startServerLogged for the server binary at bin.
+func startBinary(t testing.TB, bin string, env []string, args ...string) (string, *exec.Cmd, *serverLog) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -185,11 +191,18 @@ func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
 // waitForState polls the status until its state is want, and returns it.
 func waitForState(t *testing.T, url, want string) health.Status {
 	t.Helper()
+	return waitForStatus(t, url, func(s health.Status) bool { return s.State == want })
+}
+
+// waitForStatus polls the status until cond holds, and returns it.
+func waitForStatus(t *testing.T, url string, cond func(health.Status) bool) health.Status {
+	t.Helper()
 	var st health.Status
 	require.Eventually(t, func() bool {
 		_, body := get(t, url+health.StatusPath)
+		st = health.Status{}
 		require.NoError(t, json.Unmarshal([]byte(body), &st), body)
-		return st.State == want
-	}, 20*time.Second, 10*time.Millisecond, "state %s", want)
+		return cond(st)
+	}, 20*time.Second, 10*time.Millisecond, "the status never got there; last: %+v", st)
 	return st
 }

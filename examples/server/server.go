@@ -37,8 +37,9 @@ type server struct {
 const maxDevices = 64
 
 // newServer queues the seed for every device (nothing initializes yet) and
-// sets up health over rt, saying that the server serves on the CPU where it
-// has no GPU.
+// sets up health over rt, saying that the server serves on the CPU where the
+// host has no GPU. A GPU that is there but broken, or not ready yet, is never
+// served around: readiness stays 503 with the reason, and draws fail.
 func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...health.Option) (*server, error) {
 	s := &server{rt: rt, gens: rng.New(rt), cpu: rng.NewHost(rng.CURAND, seed), log: logger}
 	for i := range s.drawing {
@@ -136,8 +137,8 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 		s.log.Debug("draw waits for the GPU's initialization", "device", ordinal)
 	}
 	err := s.rt.Init(ctx)
-	if device.NoUsableGPU(err) {
-		return s.drawOnCPU(ordinal, n)
+	if device.FallBackToCPU(err) {
+		return s.drawOnCPU(ordinal, n) // no GPU here
 	}
 	if err != nil {
 		return drawResult{}, err

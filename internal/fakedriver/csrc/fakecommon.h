@@ -75,4 +75,14 @@ __attribute__((unused)) static int fake_init(const char *prefix, int code) {
 	return fail ? code : 0;
 }
 
+// hidden_by reports whether the visibility variable name hides every device,
+// as the vendors' runtimes read it: set but empty, or a first entry that
+// names nothing ("-1": the list ends before it starts).
+__attribute__((unused)) static int hidden_by(const char *name) {
+	const char *v = getenv(name);
+	if (!v) return 0;
+	while (*v == ' ') v++;
+	return *v == '\0' || *v == ',' || *v == '-';
+}
+
 #endif

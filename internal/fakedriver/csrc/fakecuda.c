@@ -28,6 +28,7 @@
 //                              _FAIL_FILE, GPUINIT_FAKE_CUDA_INIT is returned only for the
 //                              first _FAIL_TIMES calls, counted across processes
 //   GPUINIT_FAKE_LOG_PID       if set, each log line ends with " pid=N"
+//   CUDA_VISIBLE_DEVICES       empty, or "-1" first: cuInit answers 100, as the driver does
 //   GPUINIT_FAKE_CUDA_MEMSET_CORRUPT, _MEMSET_HANG
 //                              cuMemsetD32_v2 sets a wrong value, or never returns
 //
@@ -82,7 +83,7 @@ CUresult cuInit(unsigned int flags) {
 	if (stub()) return 34;
 	if (flags != 0) return 1;
 	CUresult r = fake_init("GPUINIT_FAKE_CUDA_INIT", envint("GPUINIT_FAKE_CUDA_INIT", 0));
-	if (r == 0 && ndevices() == 0) r = 100;
+	if (r == 0 && (ndevices() == 0 || hidden_by("CUDA_VISIBLE_DEVICES"))) r = 100;
 	if (r == 0) initialized = 1;
 	return r;
 }

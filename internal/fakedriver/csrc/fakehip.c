@@ -14,6 +14,8 @@
 //   GPUINIT_FAKE_HIP_INIT_HANG, _CRASH, _DELAY_MS, _FAIL_FILE, _FAIL_TIMES
 //                             what hipInit does first (fakecommon.h's fake_init)
 //   GPUINIT_FAKE_LOG_PID      if set, each log line ends with " pid=N"
+//   ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES
+//                             empty, or "-1" first: hipInit answers 100, as ROCm 6.2 does
 //
 // Define GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId to leave that function out.
 //
@@ -59,6 +61,7 @@ hipError_t hipInit(unsigned int flags) {
 	// With no device hipInit answers 100, unless the test sets 0 to have it
 	// succeed and leave the news to hipGetDeviceCount.
 	hipError_t r = fake_init("GPUINIT_FAKE_HIP_INIT", envint("GPUINIT_FAKE_HIP_INIT", ndevices() == 0 ? 100 : 0));
+	if (r == 0 && (hidden_by("ROCR_VISIBLE_DEVICES") || hidden_by("HIP_VISIBLE_DEVICES"))) r = 100;
 	if (r == 0) initialized = 1;
 	return r;
 }

@@ -1,0 +1,199 @@
+//go:build linux
+
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostRow is one row of the README's table of host situations: what the
+// example server (CPU fallback and preflight on, as shipped) answers there.
+type hostRow struct {
+	situation string
+	class     string // "" where no initialization fails
+	live      string
+	ready     string
+	status    string // what the status says, in the README's words
+	// setUp returns the host's environment and the server's arguments;
+	// says is a text the status's reason (or, for a server that refuses to
+	// start, its stderr) must hold; state is the status's state.
+	setUp func(t *testing.T) (env, args []string)
+	says  string
+	state string
+}
+
+// hostRows is the README's table, row for row (TestTheREADMEPrintsTheHostTable).
+var hostRows = []hostRow{
+	{"a CPU-only host: no driver library", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"`class` no-gpu, `degraded`, the failure's kind `no-driver` (or `no-device` where a runtime is installed)",
+		func(t *testing.T) ([]string, []string) { return fakedriver.NoGPUHost(t), nil }, "degraded: serving without a GPU", "failed"},
+	{"an NVIDIA host whose GPUs are hidden on purpose (`CUDA_VISIBLE_DEVICES=-1` or empty)", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"the variable that hides them: `CUDA_VISIBLE_DEVICES=\"-1\" hides every GPU`",
+		func(t *testing.T) ([]string, []string) {
+			return append(nvidiaHost(t, true, false), "CUDA_VISIBLE_DEVICES=-1"), []string{"-backend", "cuda"}
+		}, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`, "failed"},
+	{"a container given no GPU: no `/dev/nvidia*`, the host's `/proc/driver/nvidia/version` visible", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"`no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded`",
+		func(t *testing.T) ([]string, []string) {
+			return append(nvidiaHost(t, false, true), "GPUINIT_FAKE_CUDA_DEVICES=0"), []string{"-backend", "cuda"}
+		}, "(no-gpu: no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded", "failed"},
+	{"an AMD pod given no GPU: no `/dev/kfd`, the host's KFD topology in sysfs", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"`no /dev/kfd, though the KFD topology lists 1 GPU(s)`",
+		func(t *testing.T) ([]string, []string) { return amdPodWithoutKFD(t), []string{"-backend", "hip"} },
+		"though the KFD topology lists 1 GPU(s): this process was given none", "failed"},
+	{"GPU device nodes, the driver has not found the GPU yet (100)", "not-yet", "200 while retrying; 503 once retries ran out past the init deadline", "503, retrying",
+		"`initializing`, `bring_up` with the attempts and `last_class` not-yet: `/dev/nvidia0 exists, so the GPU may not be ready yet`",
+		func(t *testing.T) ([]string, []string) {
+			return append(nvidiaHost(t, true, true), "GPUINIT_FAKE_CUDA_INIT=100"), []string{"-backend", "cuda"}
+		}, "so the GPU may not be ready yet", "initializing"},
+	{"the fabric manager still starting (802)", "not-yet", "200 while retrying; 503 once retries ran out past the init deadline", "503, retrying",
+		"`initializing`, `bring_up` with the attempts, `last_class` not-yet and `CUDA_ERROR_SYSTEM_NOT_READY`",
+		func(t *testing.T) ([]string, []string) {
+			return append(nvidiaHost(t, true, true), "GPUINIT_FAKE_CUDA_INIT=802"), []string{"-backend", "cuda"}
+		}, "CUDA_ERROR_SYSTEM_NOT_READY", "initializing"},
+	{"user-space and kernel driver differ (803)", "needs-operator", "200", "503: never served around on the CPU; draws 503",
+		"`class` needs-operator, the code, its name and the hint: an alert fires, no pod restarts",
+		func(t *testing.T) ([]string, []string) {
+			return append(nvidiaHost(t, true, true), "GPUINIT_FAKE_CUDA_INIT=803"), []string{"-backend", "cuda"}
+		}, "(needs-operator: needs an operator", "failed"},
+	{"the server's binary removed by a rolling upgrade", "", "200", "200",
+		"`ready`: the preflight child is the running binary (`/proc/self/exe`)",
+		func(t *testing.T) ([]string, []string) {
+			return nvidiaHost(t, true, true), []string{"-backend", "cuda"}
+		}, "", "ready"},
+	{"a bad setting (`GPUINIT_PREFLIGHT=bogus`, a library file that is not there, a misspelt variable)", "", "—", "—",
+		"nothing: the server refuses to start (exit 1), naming the variable; gpuprobe exits 2",
+		func(t *testing.T) ([]string, []string) { return []string{"GPUINIT_PREFLIGHT=bogus"}, nil }, `GPUINIT_PREFLIGHT="bogus"`, ""},
+}
+
+// nvidiaHost is a host with the fake libcuda (and NVML) and, as asked, a
+// GPU device node and the NVIDIA module's /proc file.
+func nvidiaHost(t *testing.T, nodes, module bool) []string {
+	t.Helper()
+	dir := t.TempDir()
+	dev, proc := filepath.Join(dir, "dev"), filepath.Join(dir, "proc")
+	require.NoError(t, os.MkdirAll(filepath.Join(proc, "driver/nvidia"), 0o755))
+	require.NoError(t, os.MkdirAll(dev, 0o755))
+	if nodes {
+		require.NoError(t, os.WriteFile(filepath.Join(dev, "nvidia0"), nil, 0o644))
+	}
+	if module {
+		require.NoError(t, os.WriteFile(filepath.Join(proc, "driver/nvidia/version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.261.03\n"), 0o644))
+	}
+	return []string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.CUDA),
+		"GPUINIT_NVML_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.NVML),
+		"GPUINIT_CURAND_LIBRARY=" + fakedriver.NotInstalled("libcurand.so.10"),
+		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_PROC_ROOT=" + proc, "CUDA_VISIBLE_DEVICES=0,1"}
+}
+
+// amdPodWithoutKFD is a pod on an AMD node that was given no GPU: the fake
+// ROCm runtime finds none, there is no /dev/kfd, and sysfs shows the host's
+// KFD topology.
+func amdPodWithoutKFD(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	sys := filepath.Join(dir, "sys")
+	node := filepath.Join(sys, "class/kfd/kfd/topology/nodes/1")
+	require.NoError(t, os.MkdirAll(node, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(node, "properties"),
+		[]byte("cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\n"), 0o644))
+	return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.HIP), "GPUINIT_FAKE_HIP_DEVICES=0",
+		"GPUINIT_DEV_ROOT=" + t.TempDir(), "GPUINIT_SYSFS_ROOT=" + sys}
+}
+
+// hostTable renders hostRows as the README prints them.
+func hostTable() string {
+	var b strings.Builder
+	b.WriteString("| host | class | liveness | readiness | the status says |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range hostRows {
+		class := "—"
+		if r.class != "" {
+			class = "`" + r.class + "`"
+		}
+		b.WriteString("| " + r.situation + " | " + class + " | " + r.live + " | " + r.ready + " | " + r.status + " |\n")
+	}
+	return b.String()
+}
+
+func TestTheREADMEPrintsTheHostTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	if !strings.Contains(string(readme), hostTable()) {
+		t.Errorf("README.md does not print the host table as the tests have it; paste this in:\n\n%s", hostTable())
+	}
+}
+
+// TestEachHostSituation runs the example server, as shipped, on each row's
+// host over the fake drivers, and checks what its probes and status say.
+func TestEachHostSituation(t *testing.T) {
+	for _, row := range hostRows {
+		t.Run(row.situation, func(t *testing.T) {
+			t.Parallel() // servers over their own fakes, mostly waiting
+			env, args := row.setUp(t)
+			bin := childtest.Binary(t)
+			switch row.situation {
+			case hostRows[len(hostRows)-1].situation: // a bad setting: no server
+				cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+				cmd.Env = append(os.Environ(), env...)
+				out, err := cmd.CombinedOutput()
+				var exit *exec.ExitError
+				require.ErrorAs(t, err, &exit, "%s", out)
+				assert.Equal(t, 1, exit.ExitCode())
+				assert.Contains(t, string(out), row.says)
+				return
+			case hostRows[len(hostRows)-2].situation: // the binary removed after its start
+				bin = copyOf(t, bin)
+			}
+			url, _, _ := startBinary(t, bin, env, args...)
+			if bin != childtest.Binary(t) {
+				require.NoError(t, os.Remove(bin))
+			}
+			get(t, url+health.ReadyPath) // the first readiness probe starts init
+			st := waitForState(t, url, row.state)
+			if row.state == "initializing" {
+				st = waitForStatus(t, url, func(s health.Status) bool { return s.BringUp != nil && s.BringUp.LastClass == row.class })
+				assert.Contains(t, st.BringUp.LastError.Message, row.says)
+			} else {
+				assert.Equal(t, row.class, st.Class)
+				assert.Contains(t, st.Reason, row.says)
+			}
+			live, _ := get(t, url+health.LivePath)
+			assert.Equal(t, http.StatusOK, live, "liveness: a restart cannot help, or not yet")
+			ready, body := get(t, url+health.ReadyPath)
+			wantReady := map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[strings.HasPrefix(row.ready, "200")]
+			assert.Equal(t, wantReady, ready, body)
+			assert.Equal(t, strings.Contains(row.ready, "degraded"), st.Degraded)
+			if row.class == "needs-operator" {
+				code, body := get(t, url+"/v1/draw?n=4")
+				assert.Equal(t, http.StatusServiceUnavailable, code, "never served around on the CPU: %s", body)
+			}
+		})
+	}
+}
+
+// copyOf copies the binary at bin to a folder of t's.
+func copyOf(t *testing.T, bin string) string {
+	t.Helper()
+	in, err := os.Open(bin)
+	require.NoError(t, err)
+	defer in.Close()
+	path := filepath.Join(t.TempDir(), "server")
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return path
+}
