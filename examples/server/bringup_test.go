@@ -83,11 +83,14 @@ func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv 
 			if tc.state == "ready" {
 				st = waitForState(t, url, "ready")
 			} else {
-				// Two attempts, each stopped at its deadline, and liveness
-				// stays 200 past the init deadline all along.
+				// Two attempts over, each stopped at its deadline, and
+				// liveness stays 200 past the init deadline all along. The
+				// wait after the second child is the state that says both
+				// children ran their init: a count of attempts alone runs
+				// ahead of the second child's call.
 				require.Eventually(t, func() bool {
 					st = status(t, url)
-					return st.BringUp != nil && st.BringUp.Attempts >= 2 && st.BringUp.LastError != nil
+					return st.BringUp != nil && st.BringUp.Attempts >= 2 && st.BringUp.Phase == "waiting"
 				}, 30*time.Second, 20*time.Millisecond)
 				assert.LessOrEqual(t, len(childtest.Children(cmd.Process.Pid)), 1, "one child at a time")
 			}
