@@ -15,19 +15,26 @@ import (
 
 // A kit that cannot fail proves nothing: each broken backend below breaks one
 // rule, and the kit (Check, TestBackend's error-returning twin) must fail on
-// it and say why.
-var broken = map[string]struct {
+// it and say why. They are made afresh for each run: initOnceOnly keeps
+// state, and a second run (-count) over the same one would pass the kit.
+func broken() map[string]struct {
 	backend driver.Backend
 	opts    []devicetest.Option
 	says    string
-}{
-	"unmapped init error":     {unmappedInit{sim.New()}, nil, "want a *driver.DriverError"},
-	"negative ordinal served": {lenientOrdinals{sim.New()}, nil, "want an error wrapping driver.ErrInvalidDevice"},
-	"zero devices after init": {zeroDevices{sim.New()}, nil, "fails Init with driver.ErrNoDevice"},
-	"wrong numbers drawn":     {sim.New(), []devicetest.Option{devicetest.GeneratorsDraw(philox.FillSequential)}, "seed 42, offset 8: drew"},
-	"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
-	"unmapped version error":  {versionFails{sim.New()}, nil, "DriverVersion before Init failed"},
-	"init not memoized":       {&initOnceOnly{Backend: sim.New()}, nil, "a second Init returned"},
+} {
+	return map[string]struct {
+		backend driver.Backend
+		opts    []devicetest.Option
+		says    string
+	}{
+		"unmapped init error":     {unmappedInit{sim.New()}, nil, "want a *driver.DriverError"},
+		"negative ordinal served": {lenientOrdinals{sim.New()}, nil, "want an error wrapping driver.ErrInvalidDevice"},
+		"zero devices after init": {zeroDevices{sim.New()}, nil, "fails Init with driver.ErrNoDevice"},
+		"wrong numbers drawn":     {sim.New(), []devicetest.Option{devicetest.GeneratorsDraw(philox.FillSequential)}, "seed 42, offset 8: drew"},
+		"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
+		"unmapped version error":  {versionFails{sim.New()}, nil, "DriverVersion before Init failed"},
+		"init not memoized":       {&initOnceOnly{Backend: sim.New()}, nil, "a second Init returned"},
+	}
 }
 
 type versionFails struct{ *sim.Backend }
@@ -69,7 +76,7 @@ type renamed struct {
 func (r renamed) Name() string { return r.name }
 
 func TestKitCatchesBrokenBackends(t *testing.T) {
-	for name, b := range broken {
+	for name, b := range broken() {
 		t.Run(name, func(t *testing.T) {
 			err := devicetest.Check(b.backend, b.opts...)
 			if assert.Error(t, err, "the kit passed a broken backend") {
