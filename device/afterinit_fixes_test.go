@@ -207,7 +207,7 @@ func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
 		for rt.LostCount() < 2 {
 			time.Sleep(time.Millisecond)
 		}
-		assert.ErrorIs(t, rt.CheckDevice(1), device.ErrDeviceHung)
+		assert.ErrorIs(t, rt.CheckDevice(1), driver.ErrDeviceHung)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		assert.False(t, device.CallMonitorScanning(rt))

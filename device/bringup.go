@@ -306,7 +306,7 @@ func classify(reg driver.Registration, err error) error {
 		f.hidden = strings.Join(hiding, " and ")
 	}
 	c := &classified{err: err, class: classOf(f)}
-	if errors.Is(err, ErrNoDevice) && !errors.Is(err, ErrNotReady) && !isPreflightError(err) {
+	if errors.Is(err, ErrNoDevice) && !errors.Is(err, driver.ErrNotReady) && !isPreflightError(err) {
 		switch {
 		case f.hidden != "" && c.class == NoGPUHere:
 			c.evidence = f.hidden + " hides every GPU"
@@ -340,7 +340,7 @@ func (r *Runtime) notePresentVendors(chosen string, failures map[string]error) {
 		}
 		if present, evidence := reg.Present(); present {
 			failures[reg.Name] = fmt.Errorf("%w: device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory",
-				ErrOtherVendor, reg.Name, evidence, chosen, reg.Name)
+				driver.ErrOtherVendor, reg.Name, evidence, chosen, reg.Name)
 		}
 	}
 	r.storePassedOver(failures)

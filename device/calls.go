@@ -6,12 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ErrDeviceHung is wrapped by a device that was lost because a call into its
-// driver ran past the call deadline: a GPU whose kernels never complete, or
-// a driver stuck. It wraps ErrDeviceLost.
-var ErrDeviceHung = fmt.Errorf("%w: a call into its driver hung", ErrDeviceLost)
+	"github.com/gpuinit/gpuinit/device/driver"
+)
 
 // DefaultCallDeadline is how long a call into a device's driver after init
 // (Do's function, a generator's draw, MemoryInfo) may run before the device
@@ -254,7 +251,7 @@ func (r *Runtime) startWatching(n int) {
 	go w.monitor(func(ordinal int, op string, took time.Duration) {
 		r.lose(ordinal, LossDeadline, &DriverError{Backend: r.Name(), Op: op, Name: "call past its deadline",
 			Message:  fmt.Sprintf("%s on device %d has run for %s, past the call deadline of %s", op, ordinal, took.Round(time.Millisecond), time.Duration(w.deadline.Load())),
-			Sentinel: ErrDeviceHung,
+			Sentinel: driver.ErrDeviceHung,
 			Hint:     "the driver call has not returned: the GPU may be hung (check dmesg for Xid errors); the thread in it cannot be freed, so restart the process"})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,13 +46,13 @@ func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
 		require.Len(t, lost, 1)
 		assert.Equal(t, 0, lost[0].Ordinal)
 		assert.Equal(t, device.LossDeadline, lost[0].Source)
-		assert.ErrorIs(t, lost[0], device.ErrDeviceHung)
+		assert.ErrorIs(t, lost[0], driver.ErrDeviceHung)
 		assert.ErrorIs(t, lost[0], device.ErrDeviceLost)
 		assert.Equal(t, "Do", lost[0].Err.Op)
 		assert.Contains(t, lost[0].Error(), "past the call deadline of 100ms")
 
 		err := rt.Do(ctx, 0, func() error { t.Error("ran on a lost device"); return nil })
-		assert.ErrorIs(t, err, device.ErrDeviceHung, "refused at once")
+		assert.ErrorIs(t, err, driver.ErrDeviceHung, "refused at once")
 		assert.NoError(t, rt.Do(ctx, 1, func() error { return nil }), "the other device serves")
 		_, _, err = rt.MemoryInfo(ctx, 1)
 		assert.NoError(t, err)

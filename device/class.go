@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -111,9 +112,9 @@ var classRules = []classRule{
 			return f.opPrefix("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
 		}},
 	{NoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
-		func(f failure) bool { return errors.Is(f.err, ErrDriverTooOld) }},
+		func(f failure) bool { return errors.Is(f.err, driver.ErrDriverTooOld) }},
 	{NotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
-		func(f failure) bool { return errors.Is(f.err, ErrNotReady) }},
+		func(f failure) bool { return errors.Is(f.err, driver.ErrNotReady) }},
 	{NoGPUHere, "no device, and a visibility setting hides every GPU on purpose (CUDA_VISIBLE_DEVICES empty or -1, NVIDIA_VISIBLE_DEVICES=void, HIP_VISIBLE_DEVICES=-1)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
 	{NotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",

@@ -32,7 +32,7 @@ func TestEveryInitializationFailureHasOneClass(t *testing.T) {
 		{"a library found whose dependency is missing", &device.DriverError{Backend: "hip", Op: "dlopen", Sentinel: device.ErrDriverMismatch}, device.NeedsOperator},
 		{"a missing symbol", &device.DriverError{Backend: "cuda", Op: "dlsym cuDeviceTotalMem_v2", Sentinel: device.ErrDriverMismatch}, device.NoGPUHere},
 		{"a negative device count", &device.DriverError{Backend: "cuda", Op: "cuDeviceGetCount", Sentinel: device.ErrDriverMismatch}, device.NoGPUHere},
-		{"a driver below the floor", &device.DriverError{Backend: "cuda", Op: "DriverVersion", Sentinel: device.ErrDriverTooOld}, device.NoGPUHere},
+		{"a driver below the floor", &device.DriverError{Backend: "cuda", Op: "DriverVersion", Sentinel: driver.ErrDriverTooOld}, device.NoGPUHere},
 		{"CUDA 35, insufficient driver", cuda("cuInit", 35), device.NoGPUHere},
 		{"no device (no device nodes seen)", cuda("cuInit", 100), device.NoGPUHere},
 		{"HIP's 101 from hipInit", hip("hipInit", 101), device.NoGPUHere},

@@ -26,15 +26,9 @@ var (
 	// ErrNotSupported: the backend lacks an optional feature, or the library
 	// that provides it (generators without libcurand) could not be loaded.
 	ErrNotSupported = driver.ErrNotSupported
-	// ErrNotInitialized: the backend cannot answer before Init without
-	// initializing, and it never initializes on its own.
-	ErrNotInitialized = driver.ErrNotInitialized
-	// ErrDriverTooOld: the driver is older than the backend or the server
-	// needs. It wraps ErrDriverMismatch.
-	ErrDriverTooOld = driver.ErrDriverTooOld
-	// ErrNotReady: the driver is up but the system is not ready yet (CUDA
-	// 802). It wraps ErrNoDevice.
-	ErrNotReady = driver.ErrNotReady
+	// ErrDeviceLost: a device is unusable for the rest of the process. A
+	// LostDevice wraps it; so does every call refused on a lost device.
+	ErrDeviceLost = driver.ErrDeviceLost
 	// ErrBadSetting: a GPUINIT_* variable or an argument has a value that
 	// cannot be used; the error names it. Open and UsePreflight return it.
 	ErrBadSetting = driver.ErrBadSetting
@@ -57,11 +51,6 @@ type Info = driver.Info
 type NoBackendError struct {
 	Tried []BackendFailure
 }
-
-// ErrOtherVendor is the reason auto gives, in PassedOver, for a GPU backend it
-// never tried because it chose another while the host shows this one's
-// devices too (a host with NVIDIA and AMD GPUs).
-var ErrOtherVendor = errors.New("device: another vendor's GPUs are present")
 
 // BackendFailure is one backend's reason for being passed over.
 type BackendFailure struct {

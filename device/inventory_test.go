@@ -48,7 +48,7 @@ func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
 	passed := auto.PassedOver()
 	require.Len(t, passed, 1)
 	assert.Equal(t, "hip", passed[0].Backend)
-	assert.ErrorIs(t, passed[0].Err, device.ErrOtherVendor)
+	assert.ErrorIs(t, passed[0].Err, driver.ErrOtherVendor)
 	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
 }
 

@@ -11,10 +11,6 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// ErrDeviceLost is wrapped by the error a lost device's reports carry: the
-// device reported a sticky error and is unusable for the rest of the process.
-var ErrDeviceLost = errors.New("device: device lost")
-
 // LostDevice is a device that is unusable for the rest of the process, and
 // why.
 type LostDevice struct {
@@ -107,7 +103,7 @@ func (r *Runtime) classify(op string, code int) *DriverError {
 // device's LostDevice (which wraps ErrDeviceLost) when it is lost, now or
 // before; and, recording nothing, an error wrapping ErrInvalidDevice when
 // ordinal names no device, which before the devices are known (until the
-// driver's init has succeeded) wraps ErrNotInitialized too: a server reports
+// driver's init has succeeded) wraps driver.ErrNotInitialized too: a server reports
 // errors of calls it made on a device the Runtime found. A nil err records
 // nothing and reports whether the device is lost.
 func (r *Runtime) ReportError(ordinal int, err error) error {

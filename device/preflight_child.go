@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/errkind"
 )
 
 // EnvPreflightChild marks a preflight child: it names the backend to check.
@@ -65,7 +66,7 @@ type report struct {
 // classifies it as the child saw it.
 type reportedError struct {
 	Message  string `json:"message"`
-	Sentinel string `json:"sentinel,omitempty"` // a name of sentinels
+	Sentinel string `json:"sentinel,omitempty"` // the kind errkind names
 	// A *DriverError's fields, when it was one.
 	Driver  bool   `json:"driver,omitempty"`
 	Backend string `json:"backend,omitempty"`
@@ -75,16 +76,6 @@ type reportedError struct {
 	Hint    string `json:"hint,omitempty"`
 	Text    string `json:"text,omitempty"` // DriverError.Message
 	Sticky  bool   `json:"sticky,omitempty"`
-}
-
-// sentinels name what a child's error matches, most specific first.
-var sentinels = []struct {
-	name string
-	err  error
-}{
-	{"not-ready", ErrNotReady}, {"driver-too-old", ErrDriverTooOld}, {"no-device", ErrNoDevice},
-	{"no-driver", ErrDriverNotFound}, {"driver-mismatch", ErrDriverMismatch}, {"not-compiled", ErrNotCompiled},
-	{"invalid-device", ErrInvalidDevice}, {"not-supported", ErrNotSupported}, {"not-initialized", ErrNotInitialized},
 }
 
 // checkBackend is the child's work: open the backend from g, Init it, and
@@ -132,13 +123,7 @@ func checkBackend(g *Registry, name string) report {
 }
 
 func reportError(err error) *reportedError {
-	re := &reportedError{Message: err.Error()}
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			re.Sentinel = s.name
-			break
-		}
-	}
+	re := &reportedError{Message: err.Error(), Sentinel: errkind.Of(err)}
 	var de *DriverError
 	if errors.As(err, &de) {
 		re.Driver, re.Backend, re.Op, re.Code, re.Name, re.Hint, re.Text, re.Sticky =
@@ -150,12 +135,7 @@ func reportError(err error) *reportedError {
 // rebuild is the child's error in the parent: a *DriverError again where it
 // was one, matching the same sentinel.
 func (re *reportedError) rebuild() error {
-	var sentinel error
-	for _, s := range sentinels {
-		if s.name == re.Sentinel {
-			sentinel = s.err
-		}
-	}
+	sentinel := errkind.Sentinel(re.Sentinel)
 	switch {
 	case re.Driver:
 		return &DriverError{Backend: re.Backend, Op: re.Op, Code: re.Code, Name: re.Name, Message: re.Text,

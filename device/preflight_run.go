@@ -16,13 +16,9 @@ import (
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 )
 
-// ErrInitHung is wrapped by the error of a driver initialization that did not
-// finish within its deadline: a *PreflightError whose child hung.
-var ErrInitHung = errors.New("device: the driver's initialization hung")
-
 // PreflightError is a preflight child that gave no answer: it hung past its
 // deadline, crashed, or exited without a report. A hung one wraps
-// ErrInitHung.
+// driver.ErrInitHung.
 type PreflightError struct {
 	Backend string        // the backend it checked
 	Command string        // the program run
@@ -66,8 +62,8 @@ func (e *PreflightError) Error() string {
 	return what
 }
 
-// Is reports ErrInitHung for a child that hung.
-func (e *PreflightError) Is(target error) bool { return e.Hung && target == ErrInitHung }
+// Is reports driver.ErrInitHung for a child that hung.
+func (e *PreflightError) Is(target error) bool { return e.Hung && target == driver.ErrInitHung }
 
 // Crashed reports a child that a signal ended, or that reported a fatal
 // signal of its own (a Go child's crash in C code exits with status 2).

@@ -102,7 +102,7 @@ func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
 	b := rt.BringUp()
 	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
 	assert.Equal(t, device.NotYet, b.LastClass)
-	assert.ErrorIs(t, b.LastErr, device.ErrNotReady)
+	assert.ErrorIs(t, b.LastErr, driver.ErrNotReady)
 	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
 }
 
@@ -125,7 +125,7 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	rt, c := preflighted(t, false, device.Preflight{RetryFor: 1500 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
 	t.Setenv(sim.EnvFail, string(sim.NotReady))
 	err := rt.Init(context.Background())
-	require.ErrorIs(t, err, device.ErrNotReady)
+	require.ErrorIs(t, err, driver.ErrNotReady)
 	assert.Equal(t, device.NotYet, device.ClassOf(err))
 	assert.True(t, device.NoUsableGPU(err))
 	assert.ErrorContains(t, err, "was still not ready after")
@@ -184,7 +184,7 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 			var pe *device.PreflightError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, tc.class, device.ClassOf(err), "%v", err)
-			assert.Equal(t, tc.hung, errors.Is(err, device.ErrInitHung))
+			assert.Equal(t, tc.hung, errors.Is(err, driver.ErrInitHung))
 			assert.Equal(t, tc.hung, pe.Hung)
 			assert.Equal(t, tc.signal, pe.Signal)
 			if tc.attempts > 1 {
@@ -300,7 +300,7 @@ func TestTheVariableOverridesOnlyWhatItNames(t *testing.T) {
 			t.Setenv(device.EnvPreflight, env)
 			waits := device.RecordRetryWaits(t)
 			err := rt.Init(context.Background())
-			assert.ErrorIs(t, err, device.ErrNotReady)
+			assert.ErrorIs(t, err, driver.ErrNotReady)
 			assert.Equal(t, 1, rt.BringUp().Attempts, "RetryFor -1: one child, never a retry")
 			assert.Empty(t, waits())
 		})
@@ -325,6 +325,6 @@ func TestAnUnkillableChildIsSaidToBe(t *testing.T) {
 		Hung: true, Unkillable: true, Call: "cuInit"})
 	assert.ErrorContains(t, err, "device: cuda: preflight child 2 (server) hung for 33s, and could not be killed: it is stuck in the kernel driver")
 	assert.ErrorContains(t, err, "cuInit")
-	assert.ErrorIs(t, err, device.ErrInitHung)
+	assert.ErrorIs(t, err, driver.ErrInitHung)
 	assert.Equal(t, device.NotYet, device.ClassOf(err))
 }

@@ -236,7 +236,7 @@ func TestAutoChoosesTheFirstBackendWithADevice(t *testing.T) {
 			assert.Equal(t, "auto", r.Name(), "before Init")
 			assert.Nil(t, r.Backend(), "no backend before the choice")
 			_, err := r.DriverVersion()
-			assert.ErrorIs(t, err, device.ErrNotInitialized, "no one driver to ask before the choice")
+			assert.ErrorIs(t, err, driver.ErrNotInitialized, "no one driver to ask before the choice")
 			if tc.floor != 0 {
 				require.NoError(t, r.RequireDriverVersion("cuda", tc.floor))
 			}
@@ -363,7 +363,7 @@ func TestAStickyCodeReportedBeforeInitIsRefusedWithItsClassification(t *testing.
 	require.NotNil(t, de)
 	assert.Equal(t, "CUDA_ERROR_ILLEGAL_ADDRESS", de.Name, "classified before Init")
 	assert.True(t, de.Sticky)
-	assert.ErrorIs(t, err, device.ErrNotInitialized)
+	assert.ErrorIs(t, err, driver.ErrNotInitialized)
 	assert.ErrorIs(t, err, device.ErrInvalidDevice)
 	assert.ErrorContains(t, err, "report not recorded")
 	assert.Zero(t, cuda.Calls().Init, "nothing initialized the backend")
@@ -380,7 +380,7 @@ func TestAStickyCodeReportedBeforeInitIsRefusedWithItsClassification(t *testing.
 	auto := openIn(t, &h, "auto")
 	de, err = auto.ReportDriverCode(0, "cuLaunchKernel", 700)
 	assert.Equal(t, "unclassified", de.Name, "before its choice auto cannot tell whose code it is")
-	assert.ErrorIs(t, err, device.ErrNotInitialized)
+	assert.ErrorIs(t, err, driver.ErrNotInitialized)
 	require.NoError(t, auto.Init(ctx))
 	de, err = auto.ReportDriverCode(0, "cuLaunchKernel", 700)
 	assert.Equal(t, "CUDA_ERROR_ILLEGAL_ADDRESS", de.Name, "once auto chose cuda, cuda's table classifies")

@@ -22,7 +22,7 @@ import (
 // wrapping ErrNotSupported.
 //
 // fn runs under the call deadline (SetCallDeadline): past it, the device is
-// lost as hung (ErrDeviceHung), readiness fails, and later calls on it are
+// lost as hung (driver.ErrDeviceHung), readiness fails, and later calls on it are
 // refused at once with its LostDevice; fn itself goes on, since a driver
 // call cannot be interrupted. A Do on a lost device returns its LostDevice
 // without running fn.

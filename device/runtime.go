@@ -216,7 +216,7 @@ func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
 // A backend that cannot answer in this process because its initialization
 // failed in a preflight child (which alone loaded the library) answers with
 // the version the child read. Otherwise, before auto has chosen there is no one driver to ask, and
-// the error wraps ErrNotInitialized; each of auto's failures carries its own
+// the error wraps driver.ErrNotInitialized; each of auto's failures carries its own
 // in [NoBackendError].
 func (r *Runtime) DriverVersion() (int, error) {
 	b := r.Backend()
@@ -260,7 +260,7 @@ func (r *Runtime) notChosen() error {
 	for i, reg := range r.candidates {
 		names[i] = reg.Name
 	}
-	return fmt.Errorf("%w: auto has not chosen among %v yet", ErrNotInitialized, names)
+	return fmt.Errorf("%w: auto has not chosen among %v yet", driver.ErrNotInitialized, names)
 }
 
 // DeviceCount initializes on first use and reports the number of devices.
@@ -301,7 +301,7 @@ func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 // CheckOrdinal returns nil if ordinal names a device, else an error wrapping
 // ErrInvalidDevice that gives the valid range. It does not initialize: the
 // devices are known once the driver's init has succeeded, which includes
-// work queued with LazyCall; before that the error wraps ErrNotInitialized
+// work queued with LazyCall; before that the error wraps driver.ErrNotInitialized
 // too. A negative ordinal is always invalid.
 func (r *Runtime) CheckOrdinal(ordinal int) error {
 	devices := r.devices.Load()
@@ -310,7 +310,7 @@ func (r *Runtime) CheckOrdinal(ordinal int) error {
 		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
 	case devices == nil:
 		return fmt.Errorf("%w: %d: %w: the %s runtime has not initialized, so its devices are not known yet",
-			ErrInvalidDevice, ordinal, ErrNotInitialized, r.Name())
+			ErrInvalidDevice, ordinal, driver.ErrNotInitialized, r.Name())
 	case ordinal >= len(*devices):
 		n := len(*devices)
 		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)

@@ -75,11 +75,11 @@ func TestAHungDrawHoldsUpNothingElse(t *testing.T) {
 		for !rt.AnyLost() {
 			time.Sleep(10 * time.Millisecond)
 		}
-		assert.ErrorIs(t, rt.Lost()[0], device.ErrDeviceHung)
+		assert.ErrorIs(t, rt.Lost()[0], driver.ErrDeviceHung)
 		assert.Equal(t, "Generator.Generate", rt.Lost()[0].Err.Op)
 		start = time.Now()
 		err = gens.Generate(ctx, 0, make([]uint32, 4))
-		assert.ErrorIs(t, err, device.ErrDeviceHung, "refused at once once lost")
+		assert.ErrorIs(t, err, driver.ErrDeviceHung, "refused at once once lost")
 		assert.Zero(t, time.Since(start))
 		require.NoError(t, gens.Generate(ctx, 1, make([]uint32, 4)), "the other device draws")
 

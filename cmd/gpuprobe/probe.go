@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/hangcheck"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -104,7 +105,7 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 	}
 	if cfg.backend != "auto" {
 		exit := exitUnavailable
-		if errors.Is(err, device.ErrInitHung) {
+		if errors.Is(err, driver.ErrInitHung) {
 			exit = exitFailed // the driver's init hung: a failure, not a missing GPU
 		}
 		rep.fail(exit, health.ErrorOf(err))

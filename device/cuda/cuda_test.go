@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -105,7 +106,7 @@ func TestChildLaziness(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
 	_, err = r.DriverVersion()
-	assert.ErrorIs(t, err, device.ErrNotInitialized, "the version is not read before Init")
+	assert.ErrorIs(t, err, driver.ErrNotInitialized, "the version is not read before Init")
 	if !linked {
 		assert.Empty(t, fakedriver.MappedVendorLibraries(t), "mapped before the first Init")
 	}

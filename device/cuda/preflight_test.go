@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,7 +81,7 @@ func TestChildPreflight(t *testing.T) {
 	var pe *device.PreflightError
 	switch os.Getenv("WANT") {
 	case "hang":
-		require.ErrorIs(t, err, device.ErrInitHung)
+		require.ErrorIs(t, err, driver.ErrInitHung)
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "cuInit", pe.Call, "the stacks name the driver call")
 		assert.Contains(t, pe.Stacks, "_Cfunc_gpuinit_cuInit")
@@ -91,11 +92,11 @@ func TestChildPreflight(t *testing.T) {
 		assert.Equal(t, "SIGSEGV", pe.Signal)
 		assert.Contains(t, pe.Stderr, "signal arrived during cgo execution", "the tail of its stderr")
 		assert.Equal(t, device.NotYet, device.ClassOf(err))
-		assert.False(t, errors.Is(err, device.ErrInitHung))
+		assert.False(t, errors.Is(err, driver.ErrInitHung))
 	case "recovers":
 		require.NoError(t, err)
 		assert.Equal(t, 3, r.BringUp().Attempts)
-		assert.ErrorIs(t, r.BringUp().LastErr, device.ErrNotReady)
+		assert.ErrorIs(t, r.BringUp().LastErr, driver.ErrNotReady)
 	case "slow":
 		require.NoError(t, err)
 		assert.Equal(t, 1, r.BringUp().Attempts)

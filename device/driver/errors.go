@@ -36,6 +36,19 @@ var (
 	// ErrNotReady: the driver is up but the system is not ready yet, such as
 	// CUDA 802 while the fabric manager starts. It wraps ErrNoDevice.
 	ErrNotReady = fmt.Errorf("%w: the system is not ready yet", ErrNoDevice)
+
+	// ErrDeviceLost: the device is unusable for the rest of the process (a
+	// sticky error, a fatal Xid, a call past its deadline).
+	ErrDeviceLost = errors.New("device: device lost")
+	// ErrDeviceHung: the device was lost because a call into its driver ran
+	// past the call deadline. It wraps ErrDeviceLost.
+	ErrDeviceHung = fmt.Errorf("%w: a call into its driver hung", ErrDeviceLost)
+	// ErrInitHung: the driver's initialization did not finish within its
+	// deadline (a preflight child that hung).
+	ErrInitHung = errors.New("device: the driver's initialization hung")
+	// ErrOtherVendor: auto chose another backend while the host shows this
+	// one's devices too (a host with NVIDIA and AMD GPUs).
+	ErrOtherVendor = errors.New("device: another vendor's GPUs are present")
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/errkind"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -84,8 +85,10 @@ func DeviceOf(d device.Info) Device {
 // the queued work that never ran.
 type Error struct {
 	Message string `json:"message"`
-	// Kind is no-device, no-driver, driver-mismatch, not-compiled,
-	// device-lost, hang or interrupted; empty for other failures. Class
+	// Kind names the sentinel the failure wraps: no-driver, no-device,
+	// not-ready, driver-mismatch, driver-too-old, not-compiled, device-lost,
+	// hang, bad-setting, invalid-device, not-supported, not-initialized
+	// (gpuprobe adds interrupted and fleet-files); empty for others. Class
 	// is device.ClassOf's name for an initialization failure.
 	Kind   string   `json:"kind,omitempty"`
 	Class  string   `json:"class,omitempty"`
@@ -111,20 +114,7 @@ func ErrorOf(err error) *Error {
 	if errors.As(lead, &de) {
 		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
 	}
-	// The first sentinel that matches, most specific first.
-	for _, k := range []struct {
-		sentinel error
-		kind     string
-	}{
-		{device.ErrDeviceLost, "device-lost"}, {device.ErrInitHung, "hang"}, {device.ErrNotCompiled, "not-compiled"},
-		{device.ErrDriverNotFound, "no-driver"}, {device.ErrDriverMismatch, "driver-mismatch"},
-		{device.ErrNoDevice, "no-device"},
-	} {
-		if errors.Is(lead, k.sentinel) {
-			out.Kind = k.kind
-			break
-		}
-	}
+	out.Kind = errkind.Of(lead)
 	var deferred *lazy.DeferredError
 	var initErr *lazy.InitError
 	switch {
@@ -143,22 +133,22 @@ type Status struct {
 	Ready  bool   `json:"ready"`
 	Live   bool   `json:"live"`
 	// Reason says why the runtime is not ready, or not live; empty when both.
-	Reason         string            `json:"reason,omitempty"`
-	Backend        string            `json:"backend"`
-	DriverVersion  int               `json:"driver_version,omitempty"`
-	RuntimeVersion int               `json:"runtime_version,omitempty"`
-	Devices        []Device          `json:"devices"`
-	Lost           []Lost            `json:"lost,omitempty"`
-	ErrorsReported map[int]int64     `json:"errors_reported,omitempty"` // non-sticky errors, by ordinal
+	Reason         string        `json:"reason,omitempty"`
+	Backend        string        `json:"backend"`
+	DriverVersion  int           `json:"driver_version,omitempty"`
+	RuntimeVersion int           `json:"runtime_version,omitempty"`
+	Devices        []Device      `json:"devices"`
+	Lost           []Lost        `json:"lost,omitempty"`
+	ErrorsReported map[int]int64 `json:"errors_reported,omitempty"` // non-sticky errors, by ordinal
 	// FailedCalls are the calls queued before initialization that failed
 	// when they ran (device.Runtime.FailedCalls), each with the call site
 	// that queued it; their failures are their own, and the runtime is
 	// ready. MoreFailedCalls counts those past the first 16.
-	FailedCalls     []*Error `json:"failed_calls,omitempty"`
-	MoreFailedCalls int      `json:"more_failed_calls,omitempty"`
-	Visibility     map[string]string `json:"visibility,omitempty"`
-	Init           InitTimes         `json:"init"`
-	Failure        *Error            `json:"failure,omitempty"`
+	FailedCalls     []*Error          `json:"failed_calls,omitempty"`
+	MoreFailedCalls int               `json:"more_failed_calls,omitempty"`
+	Visibility      map[string]string `json:"visibility,omitempty"`
+	Init            InitTimes         `json:"init"`
+	Failure         *Error            `json:"failure,omitempty"`
 	// Class is the failure's class: no-gpu, not-yet or needs-operator
 	// (device.ClassOf). Degraded reports a server that serves without a GPU
 	// (WithCPUFallback) because of it.

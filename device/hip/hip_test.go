@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
@@ -162,7 +163,7 @@ func TestChildLaziness(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
 	_, err = r.DriverVersion()
-	assert.ErrorIs(t, err, device.ErrNotInitialized, "hipDriverGetVersion would start the runtime")
+	assert.ErrorIs(t, err, driver.ErrNotInitialized, "hipDriverGetVersion would start the runtime")
 	assert.Empty(t, fakedriver.MappedVendorLibraries(t), "mapped before the first Init")
 	require.NoError(t, r.Init(context.Background()))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func TestChildPreflight(t *testing.T) {
 	var pe *device.PreflightError
 	switch os.Getenv("WANT") {
 	case "hang":
-		require.ErrorIs(t, err, device.ErrInitHung)
+		require.ErrorIs(t, err, driver.ErrInitHung)
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "hipInit", pe.Call)
 	case "crash":
