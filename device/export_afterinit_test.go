@@ -5,5 +5,5 @@ package device
 // of the monitor's CPU use.
 func CallMonitorScanning(r *Runtime) bool {
 	w := r.calls.Load()
-	return w != nil && w.active.Load()
+	return w != nil && w.Scanning()
 }

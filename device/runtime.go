@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/callwatch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -62,7 +63,7 @@ type Runtime struct {
 	bringUp        atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
 	visibility     atomic.Pointer[map[string]string] // the visibility settings seen at initialization
 	lost           lostDevices                       // errors reported by the server's engine
-	calls          atomic.Pointer[callWatch]         // watches calls into the devices' drivers, from a successful init on
+	calls          atomic.Pointer[callwatch.Watch]   // watches calls into the devices' drivers, from a successful init on
 	callDeadline   atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
 	health         healthWatch                       // the driver's health events, from a successful init on
 	canaries       sync.Map                          // ordinal -> when its canary in flight started

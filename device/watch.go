@@ -82,8 +82,8 @@ func (r *Runtime) Health() []DeviceHealth {
 	w := r.calls.Load()
 	for i := range out {
 		out[i].Counted = maps.Clone(out[i].Counted)
-		if w != nil && i < len(w.devices) {
-			out[i].UnwatchedCalls = w.devices[i].unwatched.Load()
+		if w != nil && i < r.deviceCount() {
+			out[i].UnwatchedCalls = w.Unwatched(i)
 		}
 	}
 	return out

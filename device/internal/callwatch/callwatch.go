@@ -1,0 +1,202 @@
+// Package callwatch holds calls into a device's driver to a deadline. Each
+// call takes a slot while it runs: two atomic operations and no clock read
+// on its path. A monitor goroutine, which runs only while some call is in
+// flight, looks at the slots every interval and reports each call that has
+// held its slot past the deadline, once, through the function New was given.
+// It is package device's, which loses the device; it never calls into
+// anything else.
+package callwatch
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Slots is how many calls per device are watched at once; more run
+// unwatched, and are counted (Unwatched).
+const Slots = 64
+
+// Slot is one watched call. Its state is odd while a call holds it, and a
+// new odd value each time, so that the monitor tells one long call from two
+// short ones without a clock read on the call's path.
+type Slot struct {
+	state atomic.Uint64
+	op    atomic.Pointer[string]
+	_     [48]byte // one call's slot per cache line
+}
+
+// device is one device's watched calls.
+type device struct {
+	slots     [Slots]Slot
+	unwatched atomic.Int64 // calls that found every slot taken
+}
+
+// Watch watches the calls of a Runtime's devices. Its methods are safe for
+// concurrent use.
+type Watch struct {
+	deadline atomic.Int64 // nanoseconds; 0 or less: off
+	devices  []device
+	active   atomic.Bool   // some call may be in flight: the monitor scans
+	wake     chan struct{} // a call found the monitor asleep; buffered, one token
+	hung     func(ordinal int, op string, took, deadline time.Duration)
+
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the monitor has returned
+	once sync.Once
+}
+
+// New watches n devices' calls under deadline (0 or less: off until
+// SetDeadline) and starts the monitor. hung is called from the monitor's
+// goroutine for each call past the deadline, once per call; it must not
+// block. Close stops the monitor.
+func New(n int, deadline time.Duration, hung func(ordinal int, op string, took, deadline time.Duration)) *Watch {
+	w := &Watch{devices: make([]device, n), wake: make(chan struct{}, 1), hung: hung,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	w.SetDeadline(deadline)
+	go w.monitor()
+	return w
+}
+
+// interval is how often the monitor scans while calls are in flight: a
+// quarter of the deadline, at most 25 ms.
+func interval(deadline time.Duration) time.Duration {
+	return min(deadline/4, 25*time.Millisecond)
+}
+
+// SetDeadline holds calls to d (0 or less: off) from the monitor's next
+// look, waking it so that a call already in flight is looked at too.
+func (w *Watch) SetDeadline(d time.Duration) {
+	w.deadline.Store(int64(d))
+	if d > 0 {
+		w.active.Store(true)
+		w.poke()
+	}
+}
+
+// Deadline is the deadline calls are held to; 0 or less when off.
+func (w *Watch) Deadline() time.Duration { return time.Duration(w.deadline.Load()) }
+
+func (w *Watch) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Begin takes a slot for call op on device ordinal and returns it, or nil
+// where every slot was taken (the call is then counted as unwatched). op
+// must stay valid: a variable per call name, so that no call allocates.
+func (w *Watch) Begin(ordinal int, op *string) *Slot {
+	d := &w.devices[ordinal]
+	start := rand.N(uint32(Slots))
+	for i := uint32(0); i < Slots; i++ {
+		s := &d.slots[(start+i)%Slots]
+		v := s.state.Load()
+		if v%2 == 0 && s.state.CompareAndSwap(v, v+1) {
+			s.op.Store(op)
+			if !w.active.Load() && w.active.CompareAndSwap(false, true) {
+				w.poke()
+			}
+			return s
+		}
+	}
+	d.unwatched.Add(1)
+	return nil
+}
+
+// End releases a slot Begin took; nil does nothing.
+func (w *Watch) End(s *Slot) {
+	if s != nil {
+		s.state.Add(1)
+	}
+}
+
+// Unwatched reports, per device, how many calls ran without the watch
+// because Slots calls were in flight on it already.
+func (w *Watch) Unwatched(ordinal int) int64 { return w.devices[ordinal].unwatched.Load() }
+
+// Scanning reports whether the monitor scans (some call it has not yet
+// reported may be in flight) rather than sleeps.
+func (w *Watch) Scanning() bool { return w.active.Load() }
+
+// Close stops the monitor and waits for it; it is safe to call more than
+// once. Calls made after it are not watched.
+func (w *Watch) Close() {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+// seen is what the monitor saw of one busy slot: its state, and since when.
+type seen struct {
+	state uint64
+	since time.Time
+}
+
+// monitor scans while calls are in flight and reports each call that has
+// held its slot past the deadline, once. A reported call is not looked at
+// again (it may never return, and its device refuses new calls): the monitor
+// sleeps, using no CPU, while nothing but reported calls is in flight.
+func (w *Watch) monitor() {
+	defer close(w.done)
+	first := make([][Slots]seen, len(w.devices))
+	reported := make([][Slots]uint64, len(w.devices))
+	for {
+		if !w.active.Load() {
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				return
+			}
+		}
+		deadline := w.Deadline()
+		if deadline <= 0 { // off: wait to be woken again
+			w.active.Store(false)
+			continue
+		}
+		t := time.NewTimer(interval(deadline))
+		select {
+		case <-t.C:
+		case <-w.stop:
+			t.Stop()
+			return
+		}
+		now, busy := time.Now(), false
+		for d := range w.devices {
+			for i := range w.devices[d].slots {
+				s := &w.devices[d].slots[i]
+				v := s.state.Load()
+				if v%2 == 0 || reported[d][i] == v {
+					continue
+				}
+				busy = true
+				if first[d][i].state != v {
+					first[d][i] = seen{v, now}
+					continue
+				}
+				if took := now.Sub(first[d][i].since); took >= deadline {
+					reported[d][i] = v
+					op := "a driver call"
+					if p := s.op.Load(); p != nil {
+						op = *p
+					}
+					w.hung(d, op, took, deadline)
+				}
+			}
+		}
+		if !busy {
+			// Nothing in flight but calls already reported: sleep, unless a
+			// call began while this scan ran (it found active set and sent
+			// nothing).
+			w.active.Store(false)
+			for d := range w.devices {
+				for i := range w.devices[d].slots {
+					if v := w.devices[d].slots[i].state.Load(); v%2 == 1 && reported[d][i] != v {
+						w.active.Store(true)
+					}
+				}
+			}
+		}
+	}
+}

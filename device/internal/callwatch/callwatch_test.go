@@ -1,0 +1,87 @@
+package callwatch
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type report struct {
+	ordinal int
+	op      string
+}
+
+// recorder collects what the watch reports as hung.
+type recorder struct {
+	mu  sync.Mutex
+	got []report
+}
+
+func (r *recorder) hung(ordinal int, op string, _, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, report{ordinal, op})
+}
+
+func (r *recorder) reports() []report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]report(nil), r.got...)
+}
+
+var opDraw = "Generate"
+
+func TestACallPastTheDeadlineIsReportedOnceAndOthersNot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		w := New(2, 100*time.Millisecond, rec.hung)
+		defer w.Close()
+		quick := w.Begin(1, &opDraw)
+		time.Sleep(50 * time.Millisecond)
+		w.End(quick)
+		stuck := w.Begin(0, &opDraw)
+		time.Sleep(time.Second)
+		assert.Equal(t, []report{{0, "Generate"}}, rec.reports(), "the stuck call, once; not the quick one")
+		synctest.Wait()
+		assert.False(t, w.Scanning(), "nothing but a reported call in flight: the monitor sleeps")
+		w.End(stuck)
+	})
+}
+
+func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := New(1, time.Minute, func(int, string, time.Duration, time.Duration) {})
+		defer w.Close()
+		var held []*Slot
+		for range Slots {
+			s := w.Begin(0, &opDraw)
+			require.NotNil(t, s)
+			held = append(held, s)
+		}
+		assert.Nil(t, w.Begin(0, &opDraw), "every slot taken")
+		assert.Equal(t, int64(1), w.Unwatched(0))
+		for _, s := range held {
+			w.End(s)
+		}
+		assert.NotNil(t, w.Begin(0, &opDraw), "slots free again")
+	})
+}
+
+func TestADeadlineSetLaterWakesTheMonitorForACallInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		w := New(1, 0, rec.hung)
+		defer w.Close()
+		s := w.Begin(0, &opDraw)
+		time.Sleep(time.Hour)
+		assert.Empty(t, rec.reports(), "off: nothing is held to a deadline")
+		w.SetDeadline(100 * time.Millisecond)
+		time.Sleep(time.Second)
+		assert.Len(t, rec.reports(), 1, "the call in flight is held to the new deadline")
+		w.End(s)
+	})
+}
