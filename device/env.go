@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
 // deviceEnv are the variables package device reads itself.
@@ -39,7 +40,7 @@ func (g *Registry) checkEnv(regs []driver.Registration) error {
 	for _, reg := range regs {
 		vars = append(vars, reg.Env...)
 	}
-	known := map[string]bool{EnvPreflightChild: true}
+	known := map[string]bool{preflight.EnvChild: true}
 	for _, reg := range g.registrations() {
 		for _, v := range reg.Env {
 			known[v.Name] = true

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
 // EnvPreflight turns the preflight on or off for every Runtime of the process,
@@ -74,7 +76,7 @@ type Preflight struct {
 // Deadline, then the time to collect its stacks and stop it. A caller that
 // bounds its own wait for Init should allow this per attempt.
 func (p Preflight) MaxWait() time.Duration {
-	return p.withDefaults().Deadline + preflightGrace + preflightReap + reportExit
+	return p.withDefaults().Deadline + preflight.Beyond
 }
 
 // withDefaults fills p's zero fields.

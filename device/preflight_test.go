@@ -31,7 +31,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if _, child := os.LookupEnv(device.EnvPreflightChild); child {
+	if _, child := os.LookupEnv("GPUINIT_PREFLIGHT_CHILD"); child {
 		misbehave()
 	}
 	device.ServePreflight()

@@ -1,0 +1,208 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gpuinit/gpuinit/internal/hangcheck"
+)
+
+// The bounds on one child beyond its deadline.
+const (
+	grace     = 2 * time.Second // SIGQUIT to SIGKILL: enough for a Go child's stacks
+	reap      = 2 * time.Second // SIGKILL to giving up on it
+	keepBytes = 64 << 10        // the tail of its stdout and stderr kept
+	maxReport = 1 << 20
+	// reportExit is how long a child that has written its report may take
+	// to exit before it is killed: a driver may hang in its teardown too.
+	reportExit = time.Second
+)
+
+// Beyond is how long past its deadline a child can take at most: the time
+// to collect its stacks, kill it, and read what it left.
+const Beyond = grace + reap + reportExit
+
+// Child is one preflight child to run.
+type Child struct {
+	Command  []string      // the program and its arguments; empty is this process's own binary
+	Backend  string        // the backend it checks
+	Attempt  int           // which child of the Runtime's, from 1
+	Deadline time.Duration // how long it may take
+	Env      []string      // added to this process's environment
+}
+
+// NoAnswer is a child that gave no report: it hung past its deadline,
+// crashed, or exited without one.
+type NoAnswer struct {
+	Command          string        // the program run, as ps shows it
+	Took             time.Duration // from its start to its end, or to giving up on it
+	Hung, Unkillable bool          // still running at the deadline; still there after SIGKILL
+	Call             string        // the driver call a hung child's stacks show, such as "cuInit"
+	Stacks           string        // gpuinit's goroutines of its dump
+	Signal           string        // the signal that ended it, such as "SIGSEGV"
+	ExitCode         int           // its exit status; -1 when a signal ended it
+	Stderr           string        // the tail of its stderr
+	NoReport         bool          // it exited 0 without a report: not a program that serves the preflight
+}
+
+func (n *NoAnswer) Error() string { return "preflight: the child gave no answer" }
+
+// procSelfExe is Linux's link to this process's executable file. Exec'd
+// through it, the child is the running binary even after a rolling upgrade
+// removed or replaced the file at os.Executable's path.
+var procSelfExe = "/proc/self/exe"
+
+// self is what the default child runs: this process's own binary.
+func self() (string, error) {
+	if _, err := os.Stat(procSelfExe); err == nil {
+		return procSelfExe, nil
+	}
+	return os.Executable()
+}
+
+// Run runs one child and returns its report. err is the child's own
+// failure, rebuilt (a *driver.DriverError where it was one); a *NoAnswer
+// for a child that gave none; ctx's error when ctx ended first (the child
+// is then killed); or why it could not be started. It never waits for the
+// child longer than its deadline and Beyond.
+func Run(ctx context.Context, c Child) (Report, error) {
+	command := c.Command
+	if len(command) == 0 {
+		if !Served() {
+			return Report{}, errors.New("the preflight's default child is this executable, which does not serve the preflight: " +
+				"import github.com/gpuinit/gpuinit/device/backends, or call device.ServePreflight first in main, or name a program that does in Preflight.Command")
+		}
+		exe, err := self()
+		if err != nil {
+			return Report{}, fmt.Errorf("the preflight cannot find this process's executable: %w; name one in Preflight.Command", err)
+		}
+		command = []string{exe}
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return Report{}, fmt.Errorf("making the preflight's pipe: %w", err)
+	}
+	defer rd.Close()
+	cmd := exec.Command(command[0], command[1:]...)
+	if len(c.Command) == 0 {
+		cmd.Args[0] = os.Args[0] // ps shows the server's name, not /proc/self/exe
+	}
+	cmd.Env = append(append(os.Environ(), c.Env...), EnvChild+"="+c.Backend)
+	cmd.ExtraFiles = []*os.File{wr} // the child's descriptor 3
+	cmd.WaitDelay = time.Second     // a grandchild holding its stderr must not hold the parent
+
+	// Read the report as it comes: once it is complete the child has
+	// nothing left to say, and is not waited for past reportExit.
+	type decoded struct {
+		rep Report
+		err error
+	}
+	got := make(chan decoded, 1)
+	reported := make(chan struct{})
+	go func() { // ends at EOF, or when rd is closed on return
+		rep, err := readReport(rd, maxReport)
+		if err == nil {
+			close(reported)
+		}
+		got <- decoded{rep, err}
+	}()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-reported:
+			t := time.NewTimer(reportExit)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				stop()
+			case <-runCtx.Done():
+			}
+		case <-runCtx.Done():
+		}
+	})
+	res, runErr := hangcheck.RunWith(runCtx, cmd, hangcheck.Limits{
+		Timeout: c.Deadline, Grace: grace, Reap: reap, MaxOutput: keepBytes,
+		Started: func() { wr.Close() },
+	})
+	wr.Close() // if it never started
+	stop()
+	watch.Wait()
+	// The child is gone, so its end of the pipe is closed and the reader has
+	// the report or EOF, unless something the child left holds the pipe.
+	var d decoded
+	select {
+	case d = <-got:
+	case <-time.After(reportExit):
+		d.err = errors.New("no report: the pipe stayed open")
+	}
+	if d.err == nil {
+		if d.rep.Error != nil {
+			return d.rep, d.rep.Error.Rebuild()
+		}
+		return d.rep, nil
+	}
+	if runErr != nil && ctx.Err() == nil && !errors.Is(runErr, context.Canceled) {
+		return Report{}, runErr
+	}
+	if ctx.Err() != nil {
+		return Report{}, ctx.Err()
+	}
+	na := &NoAnswer{Command: strings.Join(cmd.Args, " "), Took: res.Duration,
+		Hung: res.Verdict == hangcheck.Hang, Unkillable: res.Unreaped, ExitCode: res.ExitCode, Stderr: res.Stderr}
+	if res.Signal != 0 {
+		na.Signal = signalName(res.Signal)
+	} else if m := fatalSignal.FindStringSubmatch(res.Stderr); m != nil && !na.Hung {
+		na.Signal = m[1] + m[2]
+	}
+	if na.Hung {
+		na.Stacks = hangcheck.Goroutines(res.Stderr, 12, "gpuinit/")
+		if m := cgoCall.FindStringSubmatch(res.Stderr); m != nil {
+			na.Call = m[1]
+		}
+	}
+	na.NoReport = !na.Hung && na.Signal == "" && res.ExitCode == 0
+	return Report{}, na
+}
+
+var (
+	// cgoCall finds the C function a goroutine dump shows a call into, as cgo
+	// names it: _Cfunc_gpuinit_cuInit is the shim's wrapper of cuInit.
+	cgoCall = regexp.MustCompile(`_Cfunc_(?:gpuinit_)?(\w+)`)
+	// fatalSignal finds the signal a Go child reports when it crashed:
+	// "SIGSEGV: segmentation violation" for a fault in C code, "[signal
+	// SIGSEGV: ...]" for one in Go.
+	fatalSignal = regexp.MustCompile(`(?m)^(SIG[A-Z]+): |\[signal (SIG[A-Z]+)`)
+)
+
+// signalName spells a signal as its constant: "SIGSEGV".
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGILL: "SIGILL", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGQUIT: "SIGQUIT", syscall.SIGTRAP: "SIGTRAP"}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d (%s)", int(sig), sig)
+}
+
+// LastLines returns the last n non-empty lines of s, joined by " | ".
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var keep []string
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append([]string{l}, keep...)
+		}
+	}
+	return strings.Join(keep, " | ")
+}

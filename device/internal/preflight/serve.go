@@ -1,0 +1,36 @@
+package preflight
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+)
+
+// served records that this process called Serve, so that its own
+// executable, started again, serves the preflight too: only then is it the
+// preflight's default child.
+var served atomic.Bool
+
+// Served reports whether this process called Serve.
+func Served() bool { return served.Load() }
+
+// Serve makes this process a preflight child if it was started as one: it
+// runs check for the backend EnvChild names, writes the report to the
+// parent's pipe, and exits. Otherwise it returns at once.
+func Serve(check func(backend string) Report) {
+	served.Store(true)
+	name, ok := os.LookupEnv(EnvChild)
+	if !ok {
+		return
+	}
+	pipe := os.NewFile(fd, "gpuinit preflight report")
+	if info, err := pipe.Stat(); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
+		fmt.Fprintf(os.Stderr, "gpuinit: %s=%q is set but file descriptor %d is not the parent's pipe: this process is not a preflight child; unset the variable\n",
+			EnvChild, name, fd)
+		os.Exit(2)
+	}
+	_ = json.NewEncoder(pipe).Encode(check(name))
+	_ = pipe.Close()
+	os.Exit(0)
+}
