@@ -81,7 +81,7 @@ func (r *Runtime) startWatching(n int) {
 // watched runs fn as the call op on device ordinal: refused with the
 // device's LostDevice if it is lost, else under the call deadline.
 func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
-	if lost, ok := r.lost.find(ordinal); ok {
+	if lost, ok := r.findLost(ordinal); ok {
 		return lost
 	}
 	w := r.calls.Load()

@@ -34,7 +34,7 @@ func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
 	if !ok {
 		return fmt.Errorf("%w: backend %s has no canary", ErrNotSupported, r.Name())
 	}
-	if lost, ok := r.lost.find(ordinal); ok {
+	if lost, ok := r.findLost(ordinal); ok {
 		return lost
 	}
 	// One round trip per device at a time: a canary stuck in the driver is

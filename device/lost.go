@@ -3,9 +3,8 @@ package device
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -32,34 +31,6 @@ const (
 	LossRAS      LossSource = "ras"      // amdgpu's RAS counters of uncorrectable errors rose
 	LossCanary   LossSource = "canary"   // the readiness canary's round trip failed
 )
-
-// lostDevices is the Runtime's record of reported errors.
-type lostDevices struct {
-	// devices is the lost devices by ordinal, never modified once stored:
-	// readiness checks read it without a lock. Writers hold mu.
-	devices atomic.Pointer[[]LostDevice]
-	mu      sync.Mutex    // protects counts, and serializes writers of devices
-	counts  map[int]int64 // non-sticky errors reported, by ordinal
-}
-
-// list returns the lost devices, sorted by ordinal; the caller must not
-// modify it.
-func (l *lostDevices) list() []LostDevice {
-	if p := l.devices.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// find returns device ordinal's loss, if it is lost.
-func (l *lostDevices) find(ordinal int) (LostDevice, bool) {
-	for _, d := range l.list() {
-		if d.Ordinal == ordinal {
-			return d, true
-		}
-	}
-	return LostDevice{}, false
-}
 
 // ReportDriverCode classifies a raw driver code that the server's engine got
 // from device ordinal in its own cgo call op (cuLaunchKernel, say), and
@@ -113,7 +84,7 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 		}
 		return fmt.Errorf("device: report not recorded: %w (the error reported: %w)", cerr, err)
 	}
-	if lost, ok := r.lost.find(ordinal); ok || err == nil {
+	if lost, ok := r.findLost(ordinal); ok || err == nil {
 		if ok {
 			return lost
 		}
@@ -129,49 +100,44 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 
 // count counts a non-sticky error against device ordinal.
 func (r *Runtime) count(ordinal int) {
-	r.lost.mu.Lock()
-	defer r.lost.mu.Unlock()
-	if r.lost.counts == nil {
-		r.lost.counts = map[int]int64{}
+	if w := r.watch.Load(); w != nil {
+		w.Count(ordinal)
 	}
-	r.lost.counts[ordinal]++
 }
 
 // lose marks device ordinal lost by source for de, unless it is already;
 // it returns the device's loss.
 func (r *Runtime) lose(ordinal int, source LossSource, de *DriverError) LostDevice {
-	r.lost.mu.Lock()
-	defer r.lost.mu.Unlock()
-	if lost, ok := r.lost.find(ordinal); ok {
-		return lost
+	w := r.watch.Load()
+	if w == nil { // no devices yet: nothing to lose
+		return LostDevice{Ordinal: ordinal, Source: source, Err: de, At: time.Now()}
 	}
-	lost := LostDevice{Ordinal: ordinal, Source: source, Err: de, At: time.Now()}
-	devices := append(slices.Clone(r.lost.list()), lost)
-	slices.SortFunc(devices, func(a, b LostDevice) int { return a.Ordinal - b.Ordinal })
-	r.lost.devices.Store(&devices)
-	return lost
+	return lostDevice(w.Lose(ordinal, string(source), de))
+}
+
+// findLost returns device ordinal's loss, if it is lost, without a lock or
+// an allocation.
+func (r *Runtime) findLost(ordinal int) (LostDevice, bool) {
+	for _, l := range r.view.Load().lost {
+		if l.Ordinal == ordinal {
+			return l, true
+		}
+	}
+	return LostDevice{}, false
 }
 
 // Lost lists the devices lost so far, by ordinal, in a slice of the caller's.
 // It takes no lock and never touches the backend.
-func (r *Runtime) Lost() []LostDevice { return slices.Clone(r.lost.list()) }
+func (r *Runtime) Lost() []LostDevice { return slices.Clone(r.view.Load().lost) }
 
 // LostCount reports how many devices are lost, without a lock or allocation.
-func (r *Runtime) LostCount() int { return len(r.lost.list()) }
+func (r *Runtime) LostCount() int { return len(r.view.Load().lost) }
 
 // AnyLost reports whether any device is lost, without a lock or allocation.
 func (r *Runtime) AnyLost() bool { return r.LostCount() > 0 }
 
 // ErrorCounts reports how many non-sticky errors were reported per device.
-func (r *Runtime) ErrorCounts() map[int]int64 {
-	r.lost.mu.Lock()
-	defer r.lost.mu.Unlock()
-	out := make(map[int]int64, len(r.lost.counts))
-	for k, v := range r.lost.counts {
-		out[k] = v
-	}
-	return out
-}
+func (r *Runtime) ErrorCounts() map[int]int64 { return maps.Clone(r.view.Load().counts) }
 
 // Error says which device was lost, when, who saw it, and the error; a
 // LostDevice is an error wrapping ErrDeviceLost and that *DriverError.
@@ -190,7 +156,7 @@ func (r *Runtime) CheckDevice(ordinal int) error {
 	if err := r.CheckOrdinal(ordinal); err != nil {
 		return err
 	}
-	if lost, ok := r.lost.find(ordinal); ok {
+	if lost, ok := r.findLost(ordinal); ok {
 		return lost
 	}
 	return nil

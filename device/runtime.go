@@ -43,6 +43,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/callwatch"
+	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -62,14 +63,15 @@ type Runtime struct {
 	settings       settings                          // what RequireDriverVersion and UsePreflight set, read by initialize
 	bringUp        atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
 	visibility     atomic.Pointer[map[string]string] // the visibility settings seen at initialization
-	lost           lostDevices                       // errors reported by the server's engine
 	calls          atomic.Pointer[callwatch.Watch]   // watches calls into the devices' drivers, from a successful init on
 	callDeadline   atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
-	health         healthWatch                       // the driver's health events, from a successful init on
-	canaries       sync.Map                          // ordinal -> when its canary in flight started
-	driverVersions sync.Map                          // backend name -> the driver version it read before it failed
-	stop           *stopping                         // Close: nothing more starts, and preflights end
-	failedCalls    failedCalls                       // queued calls that failed when they ran
+	watch          atomic.Pointer[healthwatch.Watch] // the health watch and the losses, from a successful init on
+	view           atomic.Pointer[view]              // what the watch knows, published for reads without a lock
+	views          views
+	canaries       sync.Map    // ordinal -> when its canary in flight started
+	driverVersions sync.Map    // backend name -> the driver version it read before it failed
+	stop           *stopping   // Close: nothing more starts, and preflights end
+	failedCalls    failedCalls // queued calls that failed when they ran
 }
 
 // choice is a Runtime's backend and what it registered with.
@@ -91,6 +93,7 @@ func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 // backend of the only one.
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
 	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
+	r.view.Store(&view{})
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}

@@ -1,0 +1,248 @@
+// Package healthwatch runs a backend's health watch (driver.HealthWatcher)
+// for a Runtime and keeps what it knows of each device: whether it is
+// watched, the events counted against it, its counters, and the devices
+// lost for the rest of the process, by the watch or by whoever else saw it
+// (the engine, a call past its deadline, the canary). It is package
+// device's. It never calls into the Runtime: it calls the changed function
+// it is given after each change, with no lock held.
+package healthwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
+
+// Device is what the watch knows of one device's health.
+type Device struct {
+	Ordinal     int
+	Watched     bool   // its health events are watched; false: unknown, Why says why
+	Why         string // why its health is unknown
+	Counted     map[string]int64
+	Counters    *driver.HealthCounters
+	WatchError  string // the watch's last failure, which it retries; "" once it watches again
+	WatchErrors int64
+	Hint        string // advice the counters call for
+}
+
+// persistenceHint is the advice for a GPU without persistence mode.
+const persistenceHint = "persistence mode is off: the driver tears the GPU down when no process holds it, so each process's init pays 1-3 s per GPU again (ECC scrubbing; NVIDIA's driver persistence docs): run nvidia-persistenced, or nvidia-smi -pm 1"
+
+// Watch is one Runtime's health watch over its devices. Its methods are safe
+// for concurrent use.
+type Watch struct {
+	backend string
+	n       int
+	changed func()
+
+	mu        sync.Mutex // protects following fields
+	devices   []Device
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the backend's watch has returned
+	abandoned bool          // Stop gave up waiting for done: the goroutine is stuck in the driver
+
+	published atomic.Pointer[[]Device] // a copy, for Devices
+
+	// events is held for reading while one event is applied, and for
+	// writing while Stop stops applying them, so that no event that passed
+	// the check lands after Stop has begun waiting.
+	events  sync.RWMutex
+	stopped bool // guarded by events
+
+	lossMu sync.Mutex // serializes writers of losses and counts
+	losses atomic.Pointer[[]Loss]
+	counts atomic.Pointer[map[int]int64]
+}
+
+// New returns the watch of n devices of the named backend, not started:
+// every device's health is unknown until Start. changed is called after
+// each change of what the watch knows, with no lock held; it must not block.
+func New(backend string, n int, changed func()) *Watch {
+	w := &Watch{backend: backend, n: n, changed: changed, devices: make([]Device, n)}
+	for i := range w.devices {
+		w.devices[i] = Device{Ordinal: i, Why: "unknown: the " + backend + " backend does not watch its devices' health"}
+	}
+	w.publish()
+	return w
+}
+
+// Start runs b's health watch, if b has one, on a goroutine Stop stops;
+// without one every device's health stays unknown.
+func (w *Watch) Start(b driver.Backend) {
+	hw, ok := driver.Capability[driver.HealthWatcher](b)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w.mu.Lock()
+	w.cancel, w.done = cancel, done
+	for i := range w.devices {
+		w.devices[i].Why = "unknown: the health watch has not started yet"
+	}
+	w.publish()
+	w.mu.Unlock()
+	w.changed()
+	// Events the watch reports once told to stop are dropped: Stop may have
+	// abandoned it, and its record must not be overwritten by a call that
+	// returns later.
+	report := func(ev driver.HealthEvent) {
+		w.events.RLock()
+		defer w.events.RUnlock()
+		if !w.stopped && ctx.Err() == nil {
+			w.apply(ev)
+		}
+	}
+	go func() {
+		defer close(done)
+		err := hw.WatchHealth(ctx, report)
+		if err != nil && ctx.Err() == nil {
+			why := "unknown: " + err.Error()
+			if !errors.Is(err, driver.ErrNotSupported) {
+				why = "unknown: the health watch failed: " + err.Error()
+			}
+			w.update(-1, func(d *Device) { d.Watched, d.Why = false, why })
+		}
+	}()
+}
+
+// Stop stops the backend's watch and waits for it to return until ctx ends:
+// a watch still in a driver call then is abandoned, which every device's
+// health says (its goroutine stays blocked in the call, which nothing can
+// free). It reports whether it abandoned the watch; once abandoned, later
+// calls return at once.
+func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
+	w.mu.Lock()
+	cancel, done, abandoned := w.cancel, w.done, w.abandoned
+	w.mu.Unlock()
+	if cancel == nil || abandoned {
+		return abandoned
+	}
+	cancel()
+	// An event being applied finishes (Go code, no driver call); none
+	// starts after this.
+	w.events.Lock()
+	w.stopped = true
+	w.events.Unlock()
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	select {
+	case <-done: // returned meanwhile
+		w.mu.Unlock()
+		return false
+	default:
+	}
+	w.abandoned = true
+	why := "unknown: the health watch was stopped, but its driver call had not returned when the shutdown's time ran out, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
+	for i := range w.devices {
+		w.devices[i].Watched, w.devices[i].Why = false, why
+	}
+	w.publish()
+	w.mu.Unlock()
+	w.changed()
+	return true
+}
+
+// Abandoned reports whether Stop abandoned the watch.
+func (w *Watch) Abandoned() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.abandoned
+}
+
+// Devices is each device's health: shared, never modified.
+func (w *Watch) Devices() []Device { return *w.published.Load() }
+
+// apply applies one event of the backend's watch.
+func (w *Watch) apply(ev driver.HealthEvent) {
+	valid := ev.Ordinal >= 0 && ev.Ordinal < w.n
+	if ev.Action == driver.HealthLose && valid {
+		source := map[driver.HealthKind]string{driver.HealthXid: "xid", driver.HealthECC: "ecc", driver.HealthRAS: "ras"}[ev.Kind]
+		if source == "" {
+			source = string(ev.Kind)
+		}
+		w.Lose(ev.Ordinal, source, &driver.DriverError{Backend: w.backend, Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
+			Message: ev.Message, Hint: ev.Hint, Sticky: true})
+	}
+	w.update(ev.Ordinal, func(d *Device) {
+		switch ev.Kind {
+		case driver.HealthWatching:
+			d.Watched, d.Why, d.WatchError = true, "", ""
+		case driver.HealthUnwatched:
+			d.Watched, d.Why = false, ev.Message
+		case driver.HealthRead:
+			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
+			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {
+				d.Hint = persistenceHint
+			}
+		case driver.HealthWatchError:
+			d.WatchError = ev.Message
+			d.WatchErrors++
+		}
+		if ev.Action == driver.HealthCount || ev.Action == driver.HealthLose {
+			if d.Counted == nil {
+				d.Counted = map[string]int64{}
+			}
+			n := int64(1)
+			if ev.Kind == driver.HealthRAS && ev.Code > 0 {
+				n = int64(ev.Code) // a rise of the counter by Code errors
+			}
+			d.Counted[eventOp(ev)] += n
+		}
+	})
+	if ev.Action == driver.HealthCount && valid {
+		w.Count(ev.Ordinal)
+	}
+}
+
+// eventOp names an event's kind and code: "xid 79", "ecc uncorrected".
+func eventOp(ev driver.HealthEvent) string {
+	switch ev.Kind {
+	case driver.HealthXid:
+		return fmt.Sprintf("xid %d", ev.Code)
+	case driver.HealthECC, driver.HealthRAS:
+		if ev.Name != "" {
+			return string(ev.Kind) + " " + ev.Name
+		}
+	}
+	return string(ev.Kind)
+}
+
+// update runs f on device ordinal's health, or every device's for -1, and
+// publishes the result; an ordinal the watch has not is ignored.
+func (w *Watch) update(ordinal int, f func(*Device)) {
+	w.mu.Lock()
+	switch {
+	case ordinal == -1:
+		for i := range w.devices {
+			f(&w.devices[i])
+		}
+	case ordinal >= 0 && ordinal < len(w.devices):
+		f(&w.devices[ordinal])
+	default:
+		w.mu.Unlock()
+		return
+	}
+	w.publish()
+	w.mu.Unlock()
+	w.changed()
+}
+
+// publish stores a copy of the devices' health for Devices; w.mu is held.
+func (w *Watch) publish() {
+	out := slices.Clone(w.devices)
+	for i := range out {
+		out[i].Counted = maps.Clone(out[i].Counted)
+	}
+	w.published.Store(&out)
+}

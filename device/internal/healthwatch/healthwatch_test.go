@@ -1,0 +1,98 @@
+package healthwatch
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// scripted is a backend whose health watch reports events, then blocks
+// until its context ends, or, stuck, for ever (a driver call that never
+// returns).
+type scripted struct {
+	noBackend
+	events  []driver.HealthEvent
+	stuck   chan struct{}
+	report  func(driver.HealthEvent)
+	started chan struct{}
+}
+
+// noBackend is a driver.Backend that does nothing: only the watch matters.
+type noBackend struct{}
+
+func (noBackend) Name() string                    { return "sim" }
+func (noBackend) Init(context.Context) error      { return nil }
+func (noBackend) DriverVersion() (int, error)     { return 1, nil }
+func (noBackend) Count() (int, error)             { return 2, nil }
+func (noBackend) Device(int) (driver.Info, error) { return driver.Info{}, nil }
+
+func (s *scripted) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+	s.report = report
+	for _, ev := range s.events {
+		report(ev)
+	}
+	close(s.started)
+	if s.stuck != nil {
+		<-s.stuck
+		return nil
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func TestEventsLoseCountAndWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changes atomic.Int32
+		b := &scripted{started: make(chan struct{}), events: []driver.HealthEvent{
+			{Ordinal: 0, Kind: driver.HealthWatching}, {Ordinal: 1, Kind: driver.HealthWatching},
+			{Ordinal: 1, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79, Name: "GPU_HAS_FALLEN_OFF_THE_BUS"},
+			{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13},
+			{Ordinal: 5, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79}, // no such device: ignored
+		}}
+		w := New("sim", 2, func() { changes.Add(1) })
+		w.Start(b)
+		<-b.started
+		devices := w.Devices()
+		require.Len(t, devices, 2)
+		assert.True(t, devices[0].Watched && devices[1].Watched)
+		assert.Equal(t, int64(1), devices[0].Counted["xid 13"])
+		losses := w.Losses()
+		require.Len(t, losses, 1)
+		assert.Equal(t, 1, losses[0].Ordinal)
+		assert.Equal(t, "xid", losses[0].Source)
+		assert.Equal(t, 79, losses[0].Err.Code)
+		assert.Equal(t, map[int]int64{0: 1}, w.Counts())
+		assert.Positive(t, changes.Load())
+		again := w.Lose(1, "engine", &driver.DriverError{})
+		assert.Equal(t, "xid", again.Source, "the first loss is kept")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		assert.False(t, w.Stop(ctx), "a watch that returns at its context's end is not abandoned")
+	})
+}
+
+func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &scripted{started: make(chan struct{}), stuck: make(chan struct{}),
+			events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
+		w := New("sim", 1, func() {})
+		w.Start(b)
+		<-b.started
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		assert.True(t, w.Stop(ctx), "stuck past ctx: abandoned")
+		assert.True(t, w.Abandoned())
+		d := w.Devices()[0]
+		assert.False(t, d.Watched)
+		assert.Contains(t, d.Why, "abandoned")
+		b.report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79})
+		assert.Empty(t, w.Losses(), "an event the abandoned watch reports later is dropped")
+		close(b.stuck)
+	})
+}
