@@ -33,32 +33,37 @@ func (b *stuckWatch) WatchHealth(_ context.Context, report func(driver.HealthEve
 	return nil
 }
 
-// TestCloseAbandonsAHealthWatchStuckInTheDriver: Close returns within
-// HealthStopGrace though the watch never returns, says the watch was
-// abandoned, and drops what the watch reports once it does return.
-func TestCloseAbandonsAHealthWatchStuckInTheDriver(t *testing.T) {
+// TestShutdownAbandonsAHealthWatchStuckInTheDriver: Shutdown returns by its
+// ctx though the watch never returns, says the watch was abandoned, and
+// drops what the watch reports once it does return.
+func TestShutdownAbandonsAHealthWatchStuckInTheDriver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &stuckWatch{Backend: sim.New(), release: make(chan struct{})}
 		rt := device.New(b)
 		require.NoError(t, rt.Init(context.Background()))
 		synctest.Wait()
-		require.True(t, rt.Health()[1].Watched)
+		require.True(t, rt.Stats().Health[1].Watched)
 
 		start := time.Now()
-		require.NoError(t, rt.Close())
-		assert.Equal(t, device.HealthStopGrace, time.Since(start), "Close waits the grace, on the bubble's clock, and no longer")
-		assert.True(t, rt.HealthWatchAbandoned())
-		for _, h := range rt.Health() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := rt.Shutdown(ctx)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorContains(t, err, "abandoning the health watch")
+		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waits until its ctx ends, on the bubble's clock, and no longer")
+		st := rt.Stats()
+		assert.True(t, st.HealthWatchAbandoned)
+		for _, h := range st.Health {
 			assert.False(t, h.Watched)
 			assert.Contains(t, h.Why, "abandoned")
 		}
 		start = time.Now()
-		require.NoError(t, rt.Close())
-		assert.Zero(t, time.Since(start), "a second Close does not wait again")
+		assert.Equal(t, err, rt.Shutdown(context.Background()), "a second Shutdown returns the first one's result")
+		assert.Zero(t, time.Since(start), "and does not wait again")
 
 		close(b.release) // the driver call returns at last
 		synctest.Wait()
-		assert.False(t, rt.Health()[0].Watched, "a late event is dropped")
+		assert.False(t, rt.Stats().Health[0].Watched, "a late event is dropped")
 	})
 }
 
@@ -87,10 +92,10 @@ func TestCloseWaitsForAHealthWatchThatStops(t *testing.T) {
 		require.NoError(t, rt.Init(context.Background()))
 		synctest.Wait()
 		start := time.Now()
-		require.NoError(t, rt.Close())
+		require.NoError(t, rt.Shutdown(context.Background()))
 		assert.True(t, b.returned.Load(), "Close returned after the watch did")
 		assert.Equal(t, 500*time.Millisecond, time.Since(start), "the watch's half second, no more")
-		assert.False(t, rt.HealthWatchAbandoned())
+		assert.False(t, rt.Stats().HealthWatchAbandoned)
 	})
 }
 
@@ -120,12 +125,12 @@ func TestAPanickingMemoryReadDoesNotLaterLoseTheDeviceAsHung(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(&panickingMemory{Backend: sim.New()})
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(100 * time.Millisecond)
 		require.NoError(t, rt.Init(ctx))
-		assert.PanicsWithValue(t, "the driver's memory read panicked", func() { _, _, _ = rt.MemoryInfo(ctx, 0) })
+		assert.PanicsWithValue(t, "the driver's memory read panicked", func() { _, _ = rt.Memory(ctx, 0) })
 		time.Sleep(time.Second) // ten deadlines, on the bubble's clock
-		assert.False(t, rt.AnyLost(), "lost: %v", rt.Lost())
+		assert.False(t, (len(rt.Stats().Lost) > 0), "lost: %v", rt.Stats().Lost)
 		assert.NoError(t, rt.CheckDevice(0))
 	})
 }
@@ -136,11 +141,11 @@ func TestMemoryOfALostDeviceIsRefusedWithoutADriverCall(t *testing.T) {
 	ctx := context.Background()
 	b := &panickingMemory{Backend: sim.New()}
 	rt := device.New(b)
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	require.NoError(t, rt.Init(ctx))
 	sticky := &device.DriverError{Backend: "sim", Op: "cuLaunchKernel", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Sticky: true}
 	require.ErrorIs(t, rt.ReportError(1, sticky), device.ErrDeviceLost)
-	_, _, err := rt.MemoryInfo(ctx, 1)
+	_, err := rt.Memory(ctx, 1)
 	assert.ErrorIs(t, err, device.ErrDeviceLost)
 	_, err = rt.Memory(ctx, 1)
 	assert.ErrorIs(t, err, device.ErrDeviceLost)
@@ -155,7 +160,7 @@ func TestCallsPastTheWatchedOnesAreCountedInHealth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		require.NoError(t, rt.Init(ctx))
 		release := make(chan struct{})
 		var wg sync.WaitGroup
@@ -164,15 +169,15 @@ func TestCallsPastTheWatchedOnesAreCountedInHealth(t *testing.T) {
 			wg.Go(func() { assert.NoError(t, rt.Do(ctx, 0, func() error { <-release; return nil })) })
 		}
 		synctest.Wait() // every call holds its slot
-		assert.Zero(t, rt.Health()[0].UnwatchedCalls)
+		assert.Zero(t, rt.Stats().Health[0].UnwatchedCalls)
 		require.NoError(t, rt.Do(ctx, 0, func() error { return nil }))
 		require.NoError(t, rt.Do(ctx, 1, func() error { return nil }))
-		h := rt.Health()
+		h := rt.Stats().Health
 		assert.Equal(t, int64(1), h[0].UnwatchedCalls)
 		assert.Zero(t, h[1].UnwatchedCalls)
 		close(release)
 		wg.Wait()
-		assert.False(t, rt.AnyLost())
+		assert.False(t, (len(rt.Stats().Lost) > 0))
 	})
 }
 
@@ -183,7 +188,7 @@ func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(100 * time.Millisecond)
 		require.NoError(t, rt.Init(ctx))
 		release := make(chan struct{})
@@ -194,7 +199,7 @@ func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
 			wg.Go(func() { _ = rt.Do(ctx, ordinal, func() error { <-release; return nil }) })
 		}
 		hang(0)
-		for !rt.AnyLost() {
+		for !(len(rt.Stats().Lost) > 0) {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(time.Second)
@@ -204,7 +209,7 @@ func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
 		hang(1)
 		synctest.Wait()
 		assert.True(t, device.CallMonitorScanning(rt), "a new call wakes the monitor")
-		for rt.LostCount() < 2 {
+		for len(rt.Stats().Lost) < 2 {
 			time.Sleep(time.Millisecond)
 		}
 		assert.ErrorIs(t, rt.CheckDevice(1), driver.ErrDeviceHung)

@@ -16,14 +16,14 @@ import (
 // Phase is what a Runtime's initialization is doing.
 type Phase string
 
-// The phases, in the order an initialization goes through them.
+// The phases, in the order an initialization goes through them. A BringUp's
+// Phase is "" when nothing runs: before the initialization starts, and once
+// it is done.
 const (
-	PhaseNone      Phase = ""          // not started
 	PhasePreflight Phase = "preflight" // a preflight child is checking a backend
 	PhaseWaiting   Phase = "waiting"   // waiting to retry a backend that is not ready yet
 	PhaseDriver    Phase = "driver"    // the driver's init in this process
 	PhaseQueued    Phase = "queued"    // the work queued with LazyCall
-	PhaseDone      Phase = "done"      // Ready or Failed
 )
 
 // BringUp is where a Runtime's initialization stands, for health checks and
@@ -56,9 +56,9 @@ type BringUp struct {
 	Summary string
 }
 
-// BringUp reports where the initialization stands, without a lock or an
+// bringUpNow is where the initialization stands, without a lock or an
 // allocation; the zero BringUp before it starts.
-func (r *Runtime) BringUp() BringUp {
+func (r *Runtime) bringUpNow() BringUp {
 	p := r.bringUp.Load()
 	if p == nil {
 		return BringUp{}
@@ -67,7 +67,7 @@ func (r *Runtime) BringUp() BringUp {
 	// The queued work runs after initialize returns, so its end is lazy's.
 	if st := r.init.State(); b.Phase == PhaseQueued && (st == lazy.Ready || st == lazy.Failed) {
 		_, finished := r.init.Times()
-		b.Phase, b.Since, b.Summary = PhaseDone, finished, ""
+		b.Phase, b.Since, b.Summary = "", finished, ""
 	}
 	return b
 }
@@ -109,86 +109,6 @@ func (b BringUp) summary() string {
 		s += fmt.Sprintf("; last failure (%s): %v", b.LastClass, b.LastErr)
 	}
 	return s
-}
-
-// initialize is the Runtime's init function: it tries each candidate in
-// order, each through a preflight child first if the preflight is on, and
-// the first that gives at least one device is the Runtime's backend. With
-// the preflight on, the candidates whose child failed for a reason that
-// clears by itself (NotYet) are tried again, in fresh children, with capped
-// backoff, until the preflight's RetryFor has passed. With one candidate its
-// own error is returned; with several, a *NoBackendError lists each one's.
-// Every failure carries its class.
-func (r *Runtime) initialize(ctx context.Context) error {
-	ctx, unbind := r.stop.bind(ctx) // Close kills a child under way and ends a wait
-	defer unbind()
-	b := r.moveTo(BringUp{}, PhaseNone, "")
-	floors, preflight, err := r.readSettings()
-	if err != nil {
-		return &classified{err: err, class: NeedsOperator}
-	}
-	seen := readVisibility()
-	r.visibility.Store(&seen)
-	b.Preflight = preflight != nil
-	start := time.Now()
-	var backoff time.Duration
-	if preflight != nil {
-		backoff = preflight.Backoff
-	}
-	failures := map[string]error{}
-	pending := r.candidates
-	for {
-		var retry []driver.Registration
-		for _, reg := range pending {
-			var inChild bool
-			var c *choice
-			var devices []Info
-			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
-			if err == nil && r.stop.closed.Load() {
-				err = ErrClosed // the driver's init in this process outlasted Close: start nothing
-			}
-			if errors.Is(err, ErrClosed) {
-				r.moveTo(b, PhaseDone, "")
-				return ErrClosed
-			}
-			if err == nil {
-				delete(failures, reg.Name) // a not-yet failure of an earlier attempt is no reason now
-				r.devices.Store(&devices)
-				r.chosen.Store(c)
-				r.watchAfterInit(c.backend, len(devices))
-				if r.auto {
-					r.registry.runtimes.add(reg.Name, r)
-					r.notePresentVendors(reg.Name, failures)
-				}
-				r.moveTo(b, PhaseQueued, reg.Name)
-				return nil
-			}
-			err = classify(reg, err)
-			failures[reg.Name] = err
-			b.LastErr, b.LastClass = err, ClassOf(err)
-			if r.auto {
-				r.storePassedOver(failures)
-			}
-			if inChild && b.LastClass == NotYet {
-				retry = append(retry, reg)
-			}
-		}
-		// Only a child's failure is retried, so preflight is on here.
-		if len(retry) == 0 || time.Since(start)+backoff > preflight.RetryFor {
-			r.moveTo(b, PhaseDone, "")
-			return r.finalError(failures, retry, b.Attempts, time.Since(start), preflight)
-		}
-		b.Next = time.Now().Add(backoff)
-		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
-		if !r.stop.enter() {
-			return ErrClosed
-		}
-		retryWait(ctx, backoff)
-		r.stop.leave()
-		b.Next = time.Time{}
-		backoff = min(2*backoff, preflight.MaxBackoff)
-		pending = retry
-	}
 }
 
 // tryCandidate brings reg's backend up: through a preflight child first when

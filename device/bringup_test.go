@@ -47,19 +47,19 @@ func TestCloseStopsThePreflight(t *testing.T) {
 			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 			t.Setenv(envChildTimes, "1000")
 			require.NoError(t, rt.Start(context.Background()))
-			waitFor(t, "in "+string(tc.phase), func() bool { return rt.BringUp().Phase == tc.phase })
+			waitFor(t, "in "+string(tc.phase), func() bool { return rt.Stats().BringUp.Phase == tc.phase })
 			if tc.does == "hang" {
 				waitFor(t, "with a child", func() bool { return len(childtest.Children(os.Getpid())) > 0 })
 			}
-			attempts := rt.BringUp().Attempts
-			require.NoError(t, rt.Close())
+			attempts := rt.Stats().BringUp.Attempts
+			require.NoError(t, rt.Shutdown(context.Background()))
 			assert.Empty(t, childtest.Children(os.Getpid()), "Close returned with no child left")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err := rt.Init(ctx) // bounded: an initialization that Close did not stop would go on
 			assert.ErrorIs(t, err, device.ErrClosed)
 			assert.Equal(t, device.NoClass, device.ClassOf(err), "closed is no GPU failure")
-			assert.Equal(t, attempts, rt.BringUp().Attempts, "no child started after Close")
+			assert.Equal(t, attempts, rt.Stats().BringUp.Attempts, "no child started after Close")
 			assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 		})
 	}
@@ -78,12 +78,12 @@ func TestAnInProcessCandidatePassedOverWedgesNothing(t *testing.T) {
 	g.Register(driver.Registration{Name: "sim", GPU: true, AutoRank: 20, Open: newSim})
 	rt := openIn(t, &g, "auto")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	t.Setenv(envChildDoes, "not-ready-times")
 	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 	t.Setenv(envChildTimes, "1")
 	var during []device.BringUp
-	device.OnRetryWait(t, func(time.Duration) { during = append(during, rt.BringUp()) })
+	device.OnRetryWait(t, func(time.Duration) { during = append(during, rt.Stats().BringUp) })
 	require.NoError(t, rt.Init(context.Background()))
 	require.Len(t, during, 1, "one wait, for sim's second child")
 	assert.Equal(t, device.PhaseWaiting, during[0].Phase)
@@ -99,12 +99,12 @@ func TestPassedOverNeverListsTheChoice(t *testing.T) {
 	g.Register(driver.Registration{Name: "sim", GPU: true, Open: func() (driver.Backend, error) { return c, nil }})
 	rt := openIn(t, &g, "auto")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	t.Setenv(envChildDoes, "not-ready-times")
 	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 	t.Setenv(envChildTimes, "1")
 	device.RecordRetryWaits(t)
 	require.NoError(t, rt.Init(context.Background()))
-	assert.Equal(t, 2, rt.BringUp().Attempts, "802 once, then a device")
-	assert.Empty(t, rt.PassedOver(), "sim is the choice")
+	assert.Equal(t, 2, rt.Stats().BringUp.Attempts, "802 once, then a device")
+	assert.Empty(t, rt.Stats().PassedOver, "sim is the choice")
 }

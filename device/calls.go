@@ -55,17 +55,12 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 
 // startWatching starts the call watch over n devices, once the
 // initialization has found them, with the watch off or on: SetCallDeadline
-// can turn it on later. The Runtime owns it: Close stops it.
+// can turn it on later. The Runtime owns it: Shutdown stops it.
 func (r *Runtime) startWatching(n int) {
 	if r.stop.closed.Load() {
 		return
 	}
-	w := callwatch.New(n, r.callDeadlineNow(), func(ordinal int, op string, took, deadline time.Duration) {
-		r.lose(ordinal, LossDeadline, &DriverError{Backend: r.Name(), Op: op, Name: "call past its deadline",
-			Message:  fmt.Sprintf("%s on device %d has run for %s, past the call deadline of %s", op, ordinal, took.Round(time.Millisecond), deadline),
-			Sentinel: driver.ErrDeviceHung,
-			Hint:     "the driver call has not returned: the GPU may be hung (check dmesg for Xid errors); the thread in it cannot be freed, so restart the process"})
-	})
+	w := callwatch.New(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
 	if !r.calls.CompareAndSwap(nil, w) {
 		w.Close()
 		return
@@ -73,9 +68,17 @@ func (r *Runtime) startWatching(n int) {
 	// A SetCallDeadline between the read above and the store saw no watch:
 	// read again now that it can see this one.
 	w.SetDeadline(r.callDeadlineNow())
-	if r.stop.closed.Load() { // Close ran meanwhile and may have missed w
+	if r.stop.closed.Load() { // Shutdown ran meanwhile and may have missed w
 		w.Close()
 	}
+}
+
+// hung loses a device whose call has run past the deadline.
+func (r *Runtime) hung(ordinal int, op string, took, deadline time.Duration) {
+	r.lose(ordinal, LossDeadline, &DriverError{Backend: r.Name(), Op: op, Name: "call past its deadline",
+		Message:  fmt.Sprintf("%s on device %d has run for %s, past the call deadline of %s", op, ordinal, took.Round(time.Millisecond), deadline),
+		Sentinel: driver.ErrDeviceHung,
+		Hint:     "the driver call has not returned: the GPU may be hung (check dmesg for Xid errors); the thread in it cannot be freed, so restart the process"})
 }
 
 // watched runs fn as the call op on device ordinal: refused with the
@@ -84,6 +87,10 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	if lost, ok := r.findLost(ordinal); ok {
 		return lost
 	}
+	if !r.inFlight.enter() {
+		return ErrClosed
+	}
+	defer r.inFlight.leave()
 	w := r.calls.Load()
 	if w == nil {
 		return fn()
@@ -91,26 +98,4 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	s := w.Begin(ordinal, op)
 	defer w.End(s)
 	return fn()
-}
-
-// Close stops what the Runtime runs in the background (the preflight, the
-// call monitor, the driver's health watch) and waits for it, never for a
-// driver call in flight: it returns within HealthStopGrace, and within the
-// preflight's bounds on killing a child. A preflight child under way is
-// killed and a wait between attempts ends; the initialization then fails
-// with ErrClosed, and none starts or goes on in this process after Close. A health watch still in a driver
-// call by then (an NVML wait or counters read that never returns, on a dead
-// GPU) is abandoned rather than waited for: its goroutine stays blocked in
-// the driver, HealthWatchAbandoned reports it, and every device's Health
-// says so; events it reports after Close are dropped. The devices stay as
-// they are; calls made after Close are no longer watched. Close is safe to
-// call more than once and from many goroutines; once a watch is abandoned,
-// later calls return at once.
-func (r *Runtime) Close() error {
-	r.stop.close()
-	if w := r.calls.Load(); w != nil {
-		w.Close()
-	}
-	r.stopHealthWatch()
-	return nil
 }

@@ -2,7 +2,6 @@ package device_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -25,7 +24,7 @@ func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		const deadline = 100 * time.Millisecond
 		rt.SetCallDeadline(deadline)
 		require.NoError(t, rt.Init(ctx))
@@ -37,12 +36,12 @@ func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
 			_ = rt.Do(ctx, 0, func() error { started <- time.Now(); <-release; return nil })
 		}()
 		begun := <-started
-		for !rt.AnyLost() {
+		for !(len(rt.Stats().Lost) > 0) {
 			time.Sleep(time.Millisecond)
 		}
 		late := time.Since(begun) - deadline
 		assert.Less(t, late, 100*time.Millisecond, "seen within 100 ms of the deadline: %s", late)
-		lost := rt.Lost()
+		lost := rt.Stats().Lost
 		require.Len(t, lost, 1)
 		assert.Equal(t, 0, lost[0].Ordinal)
 		assert.Equal(t, device.LossDeadline, lost[0].Source)
@@ -54,7 +53,7 @@ func TestACallPastItsDeadlineLosesItsDeviceAsHung(t *testing.T) {
 		err := rt.Do(ctx, 0, func() error { t.Error("ran on a lost device"); return nil })
 		assert.ErrorIs(t, err, driver.ErrDeviceHung, "refused at once")
 		assert.NoError(t, rt.Do(ctx, 1, func() error { return nil }), "the other device serves")
-		_, _, err = rt.MemoryInfo(ctx, 1)
+		_, err = rt.Memory(ctx, 1)
 		assert.NoError(t, err)
 		close(release)
 		<-hung
@@ -68,7 +67,7 @@ func TestCallsWithinTheirDeadlineLoseNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(200 * time.Millisecond)
 		require.NoError(t, rt.Init(ctx))
 		var wg sync.WaitGroup
@@ -84,7 +83,7 @@ func TestCallsWithinTheirDeadlineLoseNothing(t *testing.T) {
 			assert.NoError(t, rt.Do(ctx, 0, func() error { time.Sleep(120 * time.Millisecond); return nil }))
 		})
 		wg.Wait()
-		assert.False(t, rt.AnyLost())
+		assert.False(t, (len(rt.Stats().Lost) > 0))
 	})
 }
 
@@ -96,7 +95,7 @@ func TestADeadlineSetAfterInitHoldsCalls(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := context.Background()
 				rt := device.New(sim.New())
-				defer rt.Close()
+				defer rt.Shutdown(context.Background())
 				rt.SetCallDeadline(0)
 				require.NoError(t, rt.Init(ctx))
 				release, hung := make(chan struct{}), make(chan struct{})
@@ -115,7 +114,7 @@ func TestADeadlineSetAfterInitHoldsCalls(t *testing.T) {
 					hang()
 				}
 				time.Sleep(time.Second)
-				assert.True(t, rt.AnyLost(), "the hung call lost its device")
+				assert.True(t, (len(rt.Stats().Lost) > 0), "the hung call lost its device")
 				close(release)
 				<-hung
 			})
@@ -127,7 +126,7 @@ func TestSetCallDeadlineZeroTurnsTheWatchOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(0)
 		require.NoError(t, rt.Init(ctx))
 		done, finished := make(chan struct{}), make(chan struct{})
@@ -138,24 +137,15 @@ func TestSetCallDeadlineZeroTurnsTheWatchOff(t *testing.T) {
 		time.Sleep(10 * device.DefaultCallDeadline) // on the bubble's clock
 		close(done)
 		<-finished
-		assert.False(t, rt.AnyLost())
+		assert.False(t, (len(rt.Stats().Lost) > 0))
 	})
-}
-
-func TestCloseStopsTheWatchAndIsSafeTwice(t *testing.T) {
-	rt := device.New(sim.New())
-	require.NoError(t, rt.Init(context.Background()))
-	require.NoError(t, rt.Close())
-	require.NoError(t, rt.Close())
-	assert.NoError(t, rt.Do(context.Background(), 0, func() error { return nil }), "calls work after Close, unwatched")
-	assert.False(t, errors.Is(rt.CheckDevice(0), device.ErrDeviceLost))
 }
 
 func TestTurningTheWatchOffWhileACallRunsLosesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rt := device.New(sim.New())
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(time.Second)
 		require.NoError(t, rt.Init(ctx))
 		done, finished := make(chan struct{}), make(chan struct{})
@@ -168,6 +158,6 @@ func TestTurningTheWatchOffWhileACallRunsLosesNothing(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		close(done)
 		<-finished
-		assert.False(t, rt.AnyLost())
+		assert.False(t, (len(rt.Stats().Lost) > 0))
 	})
 }

@@ -24,10 +24,10 @@ var opCanary = "canary"
 // A nil ctx panics, naming Canary.
 func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
 	nilContext(ctx, "Canary")
-	if err := r.init.Init(ctx); err != nil {
+	if err := r.Init(ctx); err != nil {
 		return err
 	}
-	if err := r.CheckOrdinal(ordinal); err != nil {
+	if err := r.checkOrdinal(ordinal); err != nil {
 		return err
 	}
 	cr, ok := driver.Capability[driver.CanaryRunner](r.Backend())

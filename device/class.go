@@ -202,14 +202,6 @@ func isInitFailure(err error) bool {
 	return errors.As(err, &de) && !de.Sticky && !errors.Is(err, ErrDeviceLost) && !errors.Is(err, ErrNotSupported)
 }
 
-// NoUsableGPU reports whether err is an initialization failure of any class:
-// this process has no usable GPU, because the host has none (NoGPUHere), an
-// operator must fix it (NeedsOperator), or it is not ready yet (NotYet). It is
-// false for nil, for a caller that stopped waiting, for ErrClosed, and for
-// errors of calls on a device that works. To decide whether to serve on the
-// CPU, use FallBackToCPU: a broken GPU must not hide behind a CPU.
-func NoUsableGPU(err error) bool { return ClassOf(err) != NoClass }
-
 // FallBackToCPU reports whether err says this host has no GPU to use, so
 // that a server that can serve on the CPU should: the class is NoGPUHere (no
 // driver, no device given to this process, every GPU hidden on purpose, a

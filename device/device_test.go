@@ -31,8 +31,8 @@ func TestNewAndLazyCallTouchNoBackend(t *testing.T) {
 	r := device.New(c)
 	require.NoError(t, r.LazyCall(context.Background(), func(context.Context) error { return nil }))
 	assert.Zero(t, c.Calls().Total())
-	assert.Equal(t, lazy.Uninitialized, r.State())
-	assert.False(t, r.IsInitialized())
+	assert.Equal(t, lazy.Uninitialized, r.Stats().State)
+	assert.False(t, (r.Stats().State == lazy.Ready))
 }
 
 func TestInitCallsBackendOnceAndMemoizesFailure(t *testing.T) {
@@ -90,7 +90,7 @@ func TestConcurrentFirstTouchInitializesOnce(t *testing.T) {
 func TestBadOrdinalsAreRefusedWithTheRange(t *testing.T) {
 	ctx := context.Background()
 	r := device.New(sim.New(sim.WithDevices(2)))
-	assert.ErrorContains(t, r.CheckOrdinal(0), "not initialized", "before init the range is unknown")
+	assert.ErrorContains(t, r.CheckDevice(0), "not initialized", "before init the range is unknown")
 	for ordinal, want := range map[int]string{-1: "ordinals start at 0", 2: "valid ordinals are 0..1", 99: "valid ordinals are 0..1"} {
 		_, err := r.Device(ctx, ordinal)
 		assert.ErrorIs(t, err, device.ErrInvalidDevice)
@@ -151,17 +151,17 @@ func TestStickyErrorsLoseTheDeviceOthersAreCounted(t *testing.T) {
 	s := sim.New()
 	r := device.New(s)
 	require.NoError(t, r.Init(ctx))
-	assert.False(t, r.AnyLost())
+	assert.False(t, (len(r.Stats().Lost) > 0))
 	assert.NoError(t, r.ReportError(0, errors.New("a timeout of the engine's own")), "not a driver error: counted")
 	de, err := r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 1)
 	assert.NoError(t, err)
 	assert.False(t, de.Sticky)
-	assert.False(t, r.AnyLost())
-	assert.Equal(t, map[int]int64{0: 2}, r.ErrorCounts())
+	assert.False(t, (len(r.Stats().Lost) > 0))
+	assert.Equal(t, map[int]int64{0: 2}, r.Stats().ErrorCounts)
 	de, err = r.ReportDriverCode(0, "cuMemcpyHtoD_v2", 0)
 	assert.Nil(t, de, "code 0 is success")
 	assert.NoError(t, err)
-	assert.Equal(t, map[int]int64{0: 2}, r.ErrorCounts(), "and records nothing")
+	assert.Equal(t, map[int]int64{0: 2}, r.Stats().ErrorCounts, "and records nothing")
 
 	s.LoseDevice(1, 700)
 	doErr := r.Do(ctx, 1, func() error { return nil })
@@ -175,7 +175,7 @@ func TestStickyErrorsLoseTheDeviceOthersAreCounted(t *testing.T) {
 	var lostErr device.LostDevice
 	require.ErrorAs(t, err, &lostErr)
 	assert.Equal(t, 0, lostErr.Ordinal)
-	lost := r.Lost()
+	lost := r.Stats().Lost
 	require.Len(t, lost, 2)
 	assert.Equal(t, 0, lost[0].Ordinal)
 	assert.Equal(t, 719, lost[0].Err.Code)
@@ -242,7 +242,7 @@ func TestDriverFloorHoldsForEveryRuntime(t *testing.T) {
 			}
 			require.ErrorIs(t, err, device.ErrDriverMismatch)
 			assert.ErrorContains(t, err, fmt.Sprintf("the driver reports %d, this runtime requires %d", sim.DriverVersion, tc.floor))
-			assert.ErrorIs(t, r.Err(), device.ErrDriverMismatch, "the failure is memoized")
+			assert.ErrorIs(t, r.Stats().Err, device.ErrDriverMismatch, "the failure is memoized")
 		})
 	}
 }
@@ -265,7 +265,8 @@ func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			r := device.New(tc.backend)
-			_, total, memErr := r.MemoryInfo(ctx, 0)
+			m, memErr := r.Memory(ctx, 0)
+			total := m.Total
 			ran := false
 			doErr := r.Do(ctx, 0, func() error { ran = true; return nil })
 			classified, _ := r.ReportDriverCode(1, "cuLaunchKernel", 700)
@@ -274,7 +275,7 @@ func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 				assert.ErrorIs(t, doErr, device.ErrNotSupported)
 				assert.False(t, ran)
 				assert.Equal(t, "unclassified", classified.Name)
-				assert.False(t, r.AnyLost())
+				assert.False(t, (len(r.Stats().Lost) > 0))
 				return
 			}
 			require.NoError(t, memErr)
@@ -282,7 +283,7 @@ func TestOptionalInterfacesAreFoundThroughAWrapper(t *testing.T) {
 			require.NoError(t, doErr)
 			assert.True(t, ran)
 			assert.Equal(t, "CUDA_ERROR_ILLEGAL_ADDRESS", classified.Name)
-			assert.True(t, r.AnyLost(), "a sticky code loses the device")
+			assert.True(t, (len(r.Stats().Lost) > 0), "a sticky code loses the device")
 		})
 	}
 }
@@ -296,18 +297,16 @@ func (c coreOnly) DriverVersion() (int, error)             { return c.b.DriverVe
 func (c coreOnly) Count() (int, error)                     { return c.b.Count() }
 func (c coreOnly) Device(ordinal int) (device.Info, error) { return c.b.Device(ordinal) }
 
-func TestVisibilityReportsTheSettingsAtInitInACopy(t *testing.T) {
+func TestVisibilityReportsTheSettingsAtInit(t *testing.T) {
 	t.Setenv("CUDA_VISIBLE_DEVICES", "1,0")
 	t.Setenv("HIP_VISIBLE_DEVICES", "")
 	r := device.New(sim.New())
-	assert.Nil(t, r.Visibility(), "nothing before Init")
+	assert.Nil(t, r.Stats().Visibility, "nothing before Init")
 	require.NoError(t, r.Init(context.Background()))
 	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
-	v := r.Visibility()
+	v := r.Stats().Visibility
 	assert.Equal(t, "1,0", v["CUDA_VISIBLE_DEVICES"], "the value when the Runtime initialized")
 	value, set := v["HIP_VISIBLE_DEVICES"]
 	assert.True(t, set, "an empty value is reported: it hides every device")
 	assert.Empty(t, value)
-	v["CUDA_VISIBLE_DEVICES"] = "changed by the caller"
-	assert.Equal(t, "1,0", r.Visibility()["CUDA_VISIBLE_DEVICES"], "the caller's map is a copy")
 }

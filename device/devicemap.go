@@ -48,7 +48,10 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 	if err != nil {
 		return DeviceMap{}, err
 	}
-	vars := r.Visibility()
+	var vars map[string]string
+	if p := r.visibility.Load(); p != nil {
+		vars = *p
+	}
 	getenv := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 	m := DeviceMap{Backend: r.Name()}
 	var spec visibility.Spec

@@ -12,8 +12,8 @@ import (
 
 // deviceEnv are the variables package device reads itself.
 var deviceEnv = []driver.EnvVar{
-	{Name: EnvBackend},
-	{Name: EnvPreflight, Check: func(string) error { _, err := preflightFromEnv(nil); return err }},
+	{Name: envBackend},
+	{Name: envPreflight, Check: func(string) error { _, err := preflightFromEnv(nil); return err }},
 	{Name: hostfs.EnvDevRoot, Check: directory(hostfs.EnvDevRoot)},
 	{Name: hostfs.EnvSysfsRoot, Check: directory(hostfs.EnvSysfsRoot)},
 	{Name: hostfs.EnvProcRoot, Check: directory(hostfs.EnvProcRoot)},

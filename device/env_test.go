@@ -25,8 +25,8 @@ func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 		name, variable, value string
 		says                  string // "" for a value Open takes
 	}{
-		{"a preflight deadline that does not parse", device.EnvPreflight, "bogus", `GPUINIT_PREFLIGHT="bogus": want a deadline`},
-		{"a preflight deadline", device.EnvPreflight, "30s", ""},
+		{"a preflight deadline that does not parse", "GPUINIT_PREFLIGHT", "bogus", `GPUINIT_PREFLIGHT="bogus": want a deadline`},
+		{"a preflight deadline", "GPUINIT_PREFLIGHT", "30s", ""},
 		{"a device root that is not there", "GPUINIT_DEV_ROOT", "/nonexistent", `GPUINIT_DEV_ROOT="/nonexistent" names no directory`},
 		{"a device root", "GPUINIT_DEV_ROOT", dir, ""},
 		{"a backend's own variable, refused by its check", "GPUINIT_GPU_KNOB", "bad", `GPUINIT_GPU_KNOB="bad": want ok`},

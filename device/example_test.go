@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/sim" // or _ device/backends, for every backend
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // Open is cheap and touches no driver; the first query initializes.
@@ -15,13 +16,13 @@ func ExampleOpen() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("initialized:", rt.IsInitialized())
+	fmt.Println("initialized:", (rt.Stats().State == lazy.Ready))
 	n, err := rt.DeviceCount(context.Background())
 	if err != nil {
 		fmt.Println(err) // e.g. cuda: cuInit failed: CUDA_ERROR_NO_DEVICE (100): ...
 		return
 	}
-	fmt.Println("devices:", n, "initialized:", rt.IsInitialized())
+	fmt.Println("devices:", n, "initialized:", (rt.Stats().State == lazy.Ready))
 	// Output:
 	// initialized: false
 	// devices: 2 initialized: true
@@ -35,7 +36,7 @@ func ExampleRuntime_LazyCall() {
 		fmt.Println("runs right after the driver's init")
 		return nil
 	})
-	fmt.Println("queued; initialized:", rt.IsInitialized())
+	fmt.Println("queued; initialized:", (rt.Stats().State == lazy.Ready))
 	if err := rt.Init(ctx); err != nil {
 		fmt.Println(err)
 	}

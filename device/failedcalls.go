@@ -1,8 +1,8 @@
 package device
 
 import (
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/lazy"
 )
@@ -12,31 +12,34 @@ import (
 const maxFailedCalls = 16
 
 // failedCalls are the failures of calls queued before initialization, each
-// its own call's (see LazyCall).
+// its own call's (see LazyCall), published for Stats without a lock.
 type failedCalls struct {
-	mu      sync.Mutex // protects following fields
-	kept    []*lazy.DeferredError
-	dropped int
+	mu      sync.Mutex // serializes add
+	kept    atomic.Pointer[[]*lazy.DeferredError]
+	dropped atomic.Int64
 }
 
 // add records one; lazy calls it on the initialization's goroutine.
 func (f *failedCalls) add(d *lazy.DeferredError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.kept) == maxFailedCalls {
-		f.dropped++
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	if len(kept) == maxFailedCalls {
+		f.dropped.Add(1)
 		return
 	}
-	f.kept = append(f.kept, d)
+	next := append(kept[:len(kept):len(kept)], d)
+	f.kept.Store(&next)
 }
 
-// FailedCalls lists the calls queued before initialization that failed when
-// they ran, in the order they ran, each with the call site that queued it
-// and its error (a *lazy.PanicError for a panic): the first 16, and how many
-// more failed. Their failures are their own: the initialization succeeded.
-// It never blocks on initialization.
-func (r *Runtime) FailedCalls() (calls []*lazy.DeferredError, more int) {
-	r.failedCalls.mu.Lock()
-	defer r.failedCalls.mu.Unlock()
-	return slices.Clone(r.failedCalls.kept), r.failedCalls.dropped
+// snapshot is what add has kept, shared, and how many more failed.
+func (f *failedCalls) snapshot() ([]*lazy.DeferredError, int) {
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	return kept, int(f.dropped.Load())
 }

@@ -36,6 +36,9 @@ func (r *Runtime) RequireDriverVersion(backend string, version int) error {
 		return fmt.Errorf("device: RequireDriverVersion(%q, %d): want a positive version in the %s driver's numbering (CUDA: 12040 for 12.4)",
 			backend, version, backend)
 	}
+	if r.stop.closed.Load() {
+		return ErrClosed
+	}
 	r.settings.mu.Lock()
 	defer r.settings.mu.Unlock()
 	if r.settings.read {

@@ -19,10 +19,10 @@ import (
 // A nil ctx panics, naming NewGenerator.
 func (r *Runtime) NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error) {
 	nilContext(ctx, "NewGenerator")
-	if err := r.init.Init(ctx); err != nil {
+	if err := r.Init(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.CheckOrdinal(ordinal); err != nil {
+	if err := r.checkOrdinal(ordinal); err != nil {
 		return nil, err
 	}
 	gb, ok := driver.Capability[driver.GeneratorBackend](r.Backend())

@@ -17,7 +17,7 @@ type InventoryDevice struct {
 // NVIDIA and AMD GPUs side by side opens the cuda and the hip Runtime and asks
 // here. A device two backends both see (by PCI bus id; MIG instances, which
 // share their GPU's, by UUID) is listed once, under the first. A Runtime
-// that has no usable GPU (NoUsableGPU) is passed over and its failure
+// whose initialization failed (a class other than NoClass) is passed over and its failure
 // returned in skipped; any other error ends the inventory. Each runtime reads
 // only its own vendor's visibility variables (CUDA_VISIBLE_DEVICES for cuda;
 // HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES for hip, which also reads
@@ -31,7 +31,7 @@ func Inventory(ctx context.Context, runtimes ...*Runtime) (devices []InventoryDe
 	for _, r := range runtimes {
 		infos, err := r.Devices(ctx)
 		if err != nil {
-			if ctx.Err() == nil && NoUsableGPU(err) && !errors.Is(err, context.Canceled) {
+			if ctx.Err() == nil && ClassOf(err) != NoClass && !errors.Is(err, context.Canceled) {
 				skipped = append(skipped, BackendFailure{Backend: r.Name(), Err: err})
 				continue
 			}

@@ -45,7 +45,7 @@ func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
 	auto := openIn(t, &g, "auto")
 	require.NoError(t, auto.Init(context.Background()))
 	assert.Equal(t, "cuda", auto.Name())
-	passed := auto.PassedOver()
+	passed := auto.Stats().PassedOver
 	require.Len(t, passed, 1)
 	assert.Equal(t, "hip", passed[0].Backend)
 	assert.ErrorIs(t, passed[0].Err, driver.ErrOtherVendor)

@@ -67,7 +67,7 @@ func TestTheBackendThatGotFurthestLeadsAutosError(t *testing.T) {
 			require.ErrorAs(t, err, &de)
 			assert.Equal(t, tc.leadOp, de.Op, "errors.As finds the leading backend's error first")
 			assert.ErrorIs(t, err, tc.sentinel)
-			passed := auto.PassedOver()
+			passed := auto.Stats().PassedOver
 			require.Len(t, passed, 2)
 			assert.Equal(t, tc.version, passed[1].DriverVersion)
 			assert.Equal(t, tc.version, nb.Tried[1].DriverVersion)

@@ -3,8 +3,6 @@ package device
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -78,7 +76,10 @@ func (r *Runtime) classify(op string, code int) *DriverError {
 // errors of calls it made on a device the Runtime found. A nil err records
 // nothing and reports whether the device is lost.
 func (r *Runtime) ReportError(ordinal int, err error) error {
-	if cerr := r.CheckOrdinal(ordinal); cerr != nil {
+	if r.stop.closed.Load() {
+		return ErrClosed
+	}
+	if cerr := r.checkOrdinal(ordinal); cerr != nil {
 		if err == nil {
 			return cerr
 		}
@@ -126,19 +127,6 @@ func (r *Runtime) findLost(ordinal int) (LostDevice, bool) {
 	return LostDevice{}, false
 }
 
-// Lost lists the devices lost so far, by ordinal, in a slice of the caller's.
-// It takes no lock and never touches the backend.
-func (r *Runtime) Lost() []LostDevice { return slices.Clone(r.view.Load().lost) }
-
-// LostCount reports how many devices are lost, without a lock or allocation.
-func (r *Runtime) LostCount() int { return len(r.view.Load().lost) }
-
-// AnyLost reports whether any device is lost, without a lock or allocation.
-func (r *Runtime) AnyLost() bool { return r.LostCount() > 0 }
-
-// ErrorCounts reports how many non-sticky errors were reported per device.
-func (r *Runtime) ErrorCounts() map[int]int64 { return maps.Clone(r.view.Load().counts) }
-
 // Error says which device was lost, when, who saw it, and the error; a
 // LostDevice is an error wrapping ErrDeviceLost and that *DriverError.
 func (l LostDevice) Error() string {
@@ -147,17 +135,3 @@ func (l LostDevice) Error() string {
 
 // Unwrap returns ErrDeviceLost and the driver's error.
 func (l LostDevice) Unwrap() []error { return []error{ErrDeviceLost, l.Err} }
-
-// CheckDevice returns nil if ordinal names a device in service: the error
-// CheckOrdinal gives for one the Runtime has not, and the device's
-// LostDevice (which wraps ErrDeviceLost) for one that is lost. It takes no
-// lock and never touches the backend.
-func (r *Runtime) CheckDevice(ordinal int) error {
-	if err := r.CheckOrdinal(ordinal); err != nil {
-		return err
-	}
-	if lost, ok := r.findLost(ordinal); ok {
-		return lost
-	}
-	return nil
-}

@@ -21,19 +21,19 @@ func TestANilContextPanicsNamingTheMethod(t *testing.T) {
 		"DeviceCount":   func(r *device.Runtime) { _, _ = r.DeviceCount(nilCtx) },
 		"Device":        func(r *device.Runtime) { _, _ = r.Device(nilCtx, 0) },
 		"Devices":       func(r *device.Runtime) { _, _ = r.Devices(nilCtx) },
-		"MemoryInfo":    func(r *device.Runtime) { _, _, _ = r.MemoryInfo(nilCtx, 0) },
-		"Memory":        func(r *device.Runtime) { _, _ = r.Memory(nilCtx, 0) },
-		"Do":            func(r *device.Runtime) { _ = r.Do(nilCtx, 0, func() error { return nil }) },
-		"NewGenerator":  func(r *device.Runtime) { _, _ = r.NewGenerator(nilCtx, 0) },
-		"Canary":        func(r *device.Runtime) { _ = r.Canary(nilCtx, 0) },
-		"DeviceMap":     func(r *device.Runtime) { _, _ = r.DeviceMap(nilCtx) },
-		"Inventory":     func(r *device.Runtime) { _, _, _ = device.Inventory(nilCtx, r) },
+
+		"Memory":       func(r *device.Runtime) { _, _ = r.Memory(nilCtx, 0) },
+		"Do":           func(r *device.Runtime) { _ = r.Do(nilCtx, 0, func() error { return nil }) },
+		"NewGenerator": func(r *device.Runtime) { _, _ = r.NewGenerator(nilCtx, 0) },
+		"Canary":       func(r *device.Runtime) { _ = r.Canary(nilCtx, 0) },
+		"DeviceMap":    func(r *device.Runtime) { _, _ = r.DeviceMap(nilCtx) },
+		"Inventory":    func(r *device.Runtime) { _, _, _ = device.Inventory(nilCtx, r) },
 	}
 	for _, initialized := range []bool{false, true} {
 		for method, call := range calls {
 			t.Run(map[bool]string{false: "before init/", true: "after init/"}[initialized]+method, func(t *testing.T) {
 				r := device.New(sim.New())
-				defer r.Close()
+				defer r.Shutdown(context.Background())
 				if initialized {
 					_ = r.Init(context.Background())
 				}

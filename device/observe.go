@@ -3,19 +3,10 @@ package device
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
-
-// MemoryInfo is Memory's figures.
-// A nil ctx panics, naming MemoryInfo.
-func (r *Runtime) MemoryInfo(ctx context.Context, ordinal int) (free, total uint64, err error) {
-	nilContext(ctx, "MemoryInfo")
-	m, err := r.memory(ctx, ordinal)
-	return m.Free, m.Total, err
-}
 
 // Memory initializes on first use and reports device ordinal's free and
 // total memory in bytes, read live, and where the figures came from
@@ -38,10 +29,10 @@ func (r *Runtime) Memory(ctx context.Context, ordinal int) (driver.Memory, error
 }
 
 func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error) {
-	if err := r.init.Init(ctx); err != nil {
+	if err := r.Init(ctx); err != nil {
 		return driver.Memory{}, err
 	}
-	if err := r.CheckOrdinal(ordinal); err != nil {
+	if err := r.checkOrdinal(ordinal); err != nil {
 		return driver.Memory{}, err
 	}
 	b := r.Backend()
@@ -66,28 +57,18 @@ func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error
 	return m, err
 }
 
-// VisibilityVariables are the environment variables that choose which GPUs a
+// visibilityVariables are the environment variables that choose which GPUs a
 // process sees, and how they are numbered or targeted.
-var VisibilityVariables = []string{
+var visibilityVariables = []string{
 	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
 	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_OVERRIDE_GFX_VERSION",
 }
 
-// Visibility reports the VisibilityVariables that were set when the Runtime
-// initialized, with their values (an empty value is reported: it hides every
-// device), in a map of the caller's, or nil before initialization. Ordinals
-// stay the driver's, which are what the server passes back to it; these say
-// how the driver numbered them.
-func (r *Runtime) Visibility() map[string]string {
-	if v := r.visibility.Load(); v != nil {
-		return maps.Clone(*v)
-	}
-	return nil
-}
-
+// readVisibility reads the visibility variables that are set, with their
+// values (an empty value hides every device).
 func readVisibility() map[string]string {
 	seen := map[string]string{}
-	for _, name := range VisibilityVariables {
+	for _, name := range visibilityVariables {
 		if v, ok := os.LookupEnv(name); ok {
 			seen[name] = v
 		}

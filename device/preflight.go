@@ -11,19 +11,19 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
-// EnvPreflight turns the preflight on or off for every Runtime of the process,
+// envPreflight turns the preflight on or off for every Runtime of the process,
 // whatever the code says: a deadline such as "30s" turns it on with that
 // deadline for each child, "on" turns it on with the defaults, "off" or "0"
 // turns it off. It is read at the first Init; a value that does not parse
 // fails that Init, naming the variable.
-const EnvPreflight = "GPUINIT_PREFLIGHT"
+const envPreflight = "GPUINIT_PREFLIGHT"
 
-// The preflight's defaults.
+// The preflight's defaults, as Preflight's fields say them.
 const (
-	DefaultPreflightDeadline = 30 * time.Second
-	DefaultRetryFor          = 5 * time.Minute
-	DefaultBackoff           = time.Second
-	DefaultMaxBackoff        = 30 * time.Second
+	defaultDeadline   = 30 * time.Second
+	defaultRetryFor   = 5 * time.Minute
+	defaultBackoff    = time.Second
+	defaultMaxBackoff = 30 * time.Second
 )
 
 // Preflight configures the child process a Runtime runs before it initializes
@@ -57,13 +57,13 @@ const (
 // init once more, in the child, before the in-process one. See the README
 // for the figures.
 type Preflight struct {
-	// Deadline bounds one child; 0 is DefaultPreflightDeadline.
+	// Deadline bounds one child; 0 is 30 s.
 	Deadline time.Duration
 	// RetryFor is how long NotYet failures are retried, from the first
-	// attempt; 0 is DefaultRetryFor, negative never retries.
+	// attempt; 0 is 5 minutes, negative never retries.
 	RetryFor time.Duration
 	// Backoff and MaxBackoff are the wait before the first retry and its
-	// cap; 0 is DefaultBackoff and DefaultMaxBackoff.
+	// cap; 0 is 1 s and 30 s.
 	Backoff, MaxBackoff time.Duration
 	// Command is the child to run and its arguments: a program that
 	// handles the preflight (it imports device/backends, or calls
@@ -82,19 +82,19 @@ func (p Preflight) MaxWait() time.Duration {
 // withDefaults fills p's zero fields.
 func (p Preflight) withDefaults() Preflight {
 	if p.Deadline <= 0 {
-		p.Deadline = DefaultPreflightDeadline
+		p.Deadline = defaultDeadline
 	}
 	switch {
 	case p.RetryFor == 0:
-		p.RetryFor = DefaultRetryFor
+		p.RetryFor = defaultRetryFor
 	case p.RetryFor < 0:
 		p.RetryFor = 0
 	}
 	if p.Backoff <= 0 {
-		p.Backoff = DefaultBackoff
+		p.Backoff = defaultBackoff
 	}
 	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = DefaultMaxBackoff
+		p.MaxBackoff = defaultMaxBackoff
 	}
 	p.MaxBackoff = max(p.MaxBackoff, p.Backoff)
 	p.Command = slices.Clone(p.Command)
@@ -108,6 +108,9 @@ func (p Preflight) withDefaults() Preflight {
 // turns the preflight off, a deadline replaces p.Deadline, and on changes
 // nothing. A value of it that does not parse is an error here, naming it.
 func (r *Runtime) UsePreflight(p Preflight) error {
+	if r.stop.closed.Load() {
+		return ErrClosed
+	}
 	if _, err := preflightFromEnv(&p); err != nil {
 		return err
 	}
@@ -126,7 +129,7 @@ func (r *Runtime) UsePreflight(p Preflight) error {
 // variable overrides only what it names, so the code's other settings (its
 // RetryFor, its Command) stand.
 func preflightFromEnv(p *Preflight) (*Preflight, error) {
-	v, set := os.LookupEnv(EnvPreflight)
+	v, set := os.LookupEnv(envPreflight)
 	v = strings.TrimSpace(v)
 	var base Preflight
 	if p != nil {
@@ -145,7 +148,7 @@ func preflightFromEnv(p *Preflight) (*Preflight, error) {
 		default:
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("%w: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", ErrBadSetting, EnvPreflight, v)
+				return nil, fmt.Errorf("%w: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", ErrBadSetting, envPreflight, v)
 			}
 			base.Deadline = d
 		}

@@ -70,7 +70,7 @@ func (e *PreflightError) Crashed() bool { return e.Signal != "" }
 func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, attempt int) (preflight.Report, error) {
 	// The child must not run preflights of its own, should it reach main.
 	rep, err := preflight.Run(ctx, preflight.Child{Command: p.Command, Backend: reg.Name, Attempt: attempt,
-		Deadline: p.Deadline, Env: []string{EnvPreflight + "=off"}})
+		Deadline: p.Deadline, Env: []string{envPreflight + "=off"}})
 	var na *preflight.NoAnswer
 	switch {
 	case err == nil:

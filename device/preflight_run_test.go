@@ -35,7 +35,7 @@ func TestTheDefaultChildIsTheRunningBinaryEvenOnceItsFileIsGone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), childtest.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, copyPath, "-test.run=^TestRemovedBinaryChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), string(removedBinaryChild)+"=1", device.EnvPreflight+"=")
+	cmd.Env = append(os.Environ(), string(removedBinaryChild)+"=1", "GPUINIT_PREFLIGHT"+"=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "--- PASS: TestRemovedBinaryChild")
@@ -55,7 +55,7 @@ func TestRemovedBinaryChild(t *testing.T) {
 	rt := openIn(t, &g, "sim")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Deadline: 30 * time.Second, RetryFor: -1}))
 	require.NoError(t, rt.Init(context.Background()))
-	assert.Equal(t, 1, rt.BringUp().Attempts, "one child, which ran")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "one child, which ran")
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -80,12 +80,12 @@ func TestAChildWithoutTheBackendIsNeverTakenAsNoGPU(t *testing.T) {
 	g.Register(driver.Registration{Name: "gpu2", GPU: true, Open: func() (driver.Backend, error) { return c, nil }})
 	rt := openIn(t, &g, "gpu2")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	err := rt.Init(context.Background())
 	require.Error(t, err)
 	assert.Equal(t, device.NeedsOperator, device.ClassOf(err), "%v", err)
 	assert.NotErrorIs(t, err, device.ErrNotCompiled)
 	assert.ErrorContains(t, err, "the preflight child says it has no gpu2 backend, which this process has")
-	assert.Equal(t, 1, rt.BringUp().Attempts, "the child's answer is not retried")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the child's answer is not retried")
 	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 }

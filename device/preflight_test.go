@@ -74,7 +74,7 @@ func preflighted(t *testing.T, present bool, p device.Preflight) (*device.Runtim
 	rt := openIn(t, &g, "sim")
 	p.Command = []string{os.Args[0], "-test.run=^$"}
 	require.NoError(t, rt.UsePreflight(p))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	return rt, c
 }
 
@@ -82,11 +82,11 @@ func TestAPreflightChildSucceedsBeforeTheDriverInitsInProcess(t *testing.T) {
 	rt, c := preflighted(t, false, device.Preflight{Deadline: 30 * time.Second})
 	before := time.Now()
 	require.NoError(t, rt.Init(context.Background()))
-	b := rt.BringUp()
+	b := rt.Stats().BringUp
 	assert.True(t, b.Preflight)
 	assert.Equal(t, 1, b.Attempts)
 	assert.Nil(t, b.LastErr)
-	assert.Equal(t, device.PhaseDone, b.Phase, "done once Ready")
+	assert.Equal(t, device.Phase(""), b.Phase, "done once Ready")
 	assert.Empty(t, b.Summary, "a done bring-up says nothing in readiness's reason")
 	assert.False(t, b.Since.Before(b.InProcess), "done since the end, after the in-process part began")
 	assert.True(t, b.InProcess.After(before), "the in-process part began after the child")
@@ -99,7 +99,7 @@ func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
 	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 	t.Setenv(envChildTimes, "2")
 	require.NoError(t, rt.Init(context.Background()))
-	b := rt.BringUp()
+	b := rt.Stats().BringUp
 	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
 	assert.Equal(t, device.NotYet, b.LastClass)
 	assert.ErrorIs(t, b.LastErr, driver.ErrNotReady)
@@ -118,7 +118,7 @@ func TestRetriesBackOffDoublingUpToTheCap(t *testing.T) {
 	ms := time.Millisecond
 	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms}, waits(),
 		"five children saw 802, each followed by a wait: doubling from Backoff, capped at MaxBackoff")
-	assert.Equal(t, 6, rt.BringUp().Attempts)
+	assert.Equal(t, 6, rt.Stats().BringUp.Attempts)
 }
 
 func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
@@ -127,10 +127,10 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	err := rt.Init(context.Background())
 	require.ErrorIs(t, err, driver.ErrNotReady)
 	assert.Equal(t, device.NotYet, device.ClassOf(err))
-	assert.True(t, device.NoUsableGPU(err))
+	assert.True(t, (device.ClassOf(err) != device.NoClass))
 	assert.ErrorContains(t, err, "was still not ready after")
 	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
-	assert.GreaterOrEqual(t, rt.BringUp().Attempts, 2)
+	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
 	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
 
@@ -147,10 +147,10 @@ func TestAFailedBackendStillReportsTheDriverVersionItsChildRead(t *testing.T) {
 	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return unloaded{sim.New()}, nil }})
 	rt := openIn(t, &g, "sim")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	t.Setenv(sim.EnvFail, string(sim.NoDevice))
 	require.ErrorIs(t, rt.Init(context.Background()), device.ErrNoDevice)
-	assert.Equal(t, 1, rt.BringUp().Attempts, "the failure was the child's")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the failure was the child's")
 	v, err := rt.DriverVersion()
 	require.NoError(t, err, "the version the child read before the driver said no device")
 	assert.Equal(t, sim.DriverVersion, v)
@@ -188,9 +188,9 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 			assert.Equal(t, tc.hung, pe.Hung)
 			assert.Equal(t, tc.signal, pe.Signal)
 			if tc.attempts > 1 {
-				assert.GreaterOrEqual(t, rt.BringUp().Attempts, tc.attempts, "a not-yet failure is retried")
+				assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, tc.attempts, "a not-yet failure is retried")
 			} else {
-				assert.Equal(t, tc.attempts, rt.BringUp().Attempts, "only a not-yet failure is retried")
+				assert.Equal(t, tc.attempts, rt.Stats().BringUp.Attempts, "only a not-yet failure is retried")
 			}
 			assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 			assert.Empty(t, childtest.Children(os.Getpid()), "no child left")
@@ -219,11 +219,11 @@ func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
 			require.ErrorIs(t, err, device.ErrNoDevice)
 			if !present {
 				assert.Equal(t, device.NoGPUHere, device.ClassOf(err))
-				assert.Equal(t, 1, rt.BringUp().Attempts, "no GPU here: not retried")
+				assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "no GPU here: not retried")
 				return
 			}
 			assert.Equal(t, device.NotYet, device.ClassOf(err))
-			assert.Greater(t, rt.BringUp().Attempts, 1)
+			assert.Greater(t, rt.Stats().BringUp.Attempts, 1)
 			assert.ErrorContains(t, err, "/dev/fakegpu0 exists")
 		})
 	}
@@ -239,9 +239,9 @@ func TestThePreflightIsSkippedWhereTheDriverIsInitializedAlready(t *testing.T) {
 	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return initializedAlready{sim.New()}, nil }})
 	rt := openIn(t, &g, "sim")
 	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{"/nonexistent/child"}}))
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	require.NoError(t, rt.Init(context.Background()), "no child was started: its command does not exist")
-	assert.Zero(t, rt.BringUp().Attempts)
+	assert.Zero(t, rt.Stats().BringUp.Attempts)
 }
 
 func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
@@ -267,11 +267,11 @@ func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
 			if tc.use {
 				require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
 			}
-			t.Setenv(device.EnvPreflight, tc.env)
+			t.Setenv("GPUINIT_PREFLIGHT", tc.env)
 			if !tc.use {
 				// The default child is this executable, which serves the
 				// preflight from TestMain.
-				t.Setenv(device.EnvPreflight, tc.env)
+				t.Setenv("GPUINIT_PREFLIGHT", tc.env)
 			}
 			err := rt.Init(context.Background())
 			if tc.err != "" {
@@ -280,8 +280,8 @@ func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tc.attempts, rt.BringUp().Attempts)
-			assert.Equal(t, tc.attempts > 0, rt.BringUp().Preflight)
+			assert.Equal(t, tc.attempts, rt.Stats().BringUp.Attempts)
+			assert.Equal(t, tc.attempts > 0, rt.Stats().BringUp.Preflight)
 			assert.ErrorContains(t, rt.UsePreflight(device.Preflight{}), "call it before the first Init")
 		})
 	}
@@ -297,11 +297,11 @@ func TestTheVariableOverridesOnlyWhatItNames(t *testing.T) {
 			t.Setenv(envChildDoes, "not-ready-times")
 			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
 			t.Setenv(envChildTimes, "100")
-			t.Setenv(device.EnvPreflight, env)
+			t.Setenv("GPUINIT_PREFLIGHT", env)
 			waits := device.RecordRetryWaits(t)
 			err := rt.Init(context.Background())
 			assert.ErrorIs(t, err, driver.ErrNotReady)
-			assert.Equal(t, 1, rt.BringUp().Attempts, "RetryFor -1: one child, never a retry")
+			assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "RetryFor -1: one child, never a retry")
 			assert.Empty(t, waits())
 		})
 	}
@@ -311,7 +311,7 @@ func TestABadPreflightVariableIsAnErrorOfUsePreflight(t *testing.T) {
 	var g device.Registry
 	g.Register(simRegistration(newSim))
 	rt := openIn(t, &g, "sim")
-	t.Setenv(device.EnvPreflight, "bogus")
+	t.Setenv("GPUINIT_PREFLIGHT", "bogus")
 	err := rt.UsePreflight(device.Preflight{})
 	assert.ErrorContains(t, err, `GPUINIT_PREFLIGHT="bogus"`)
 }

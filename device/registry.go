@@ -10,8 +10,8 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// EnvBackend names the backend Open("") picks; unset or empty means "auto".
-const EnvBackend = "GPUINIT_BACKEND"
+// envBackend names the backend Open("") picks; unset or empty means "auto".
+const envBackend = "GPUINIT_BACKEND"
 
 // A Registry holds the backends registered with it and the Runtime that Open
 // returns for each name. Its zero value is ready to use, and it is safe for
@@ -40,17 +40,6 @@ func Register(reg driver.Registration) { DefaultRegistry.Register(reg) }
 // Open returns DefaultRegistry's Runtime for the named backend; see
 // Registry.Open.
 func Open(name string) (*Runtime, error) { return DefaultRegistry.Open(name) }
-
-// Backends lists the backends DefaultRegistry can open; see
-// Registry.Backends.
-func Backends() []string { return DefaultRegistry.Backends() }
-
-// Known lists every name DefaultRegistry's Open accepts; see Registry.Known.
-func Known() []string { return DefaultRegistry.Known() }
-
-// AutoOrder lists the GPU backends DefaultRegistry's "auto" tries; see
-// Registry.AutoOrder.
-func AutoOrder() []string { return DefaultRegistry.AutoOrder() }
 
 // Register makes a backend available to Open under reg.Name. Backends call it
 // from an init function (on DefaultRegistry, through the package-level
@@ -184,7 +173,7 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 func (g *Registry) Open(name string) (*Runtime, error) {
 	fromEnv := false
 	if name == "" {
-		name, fromEnv = strings.TrimSpace(os.Getenv(EnvBackend)), true
+		name, fromEnv = strings.TrimSpace(os.Getenv(envBackend)), true
 	}
 	if name == "" {
 		name = "auto"
@@ -222,7 +211,7 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 func (g *Registry) notCompiled(name string, reg driver.Registration, registered, fromEnv bool) error {
 	given := fmt.Sprintf("%q", name)
 	if fromEnv {
-		given = fmt.Sprintf("%s=%q", EnvBackend, name)
+		given = fmt.Sprintf("%s=%q", envBackend, name)
 	}
 	switch {
 	case registered:

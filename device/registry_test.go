@@ -104,7 +104,7 @@ func TestOpenOfAMissingBackendSaysWhy(t *testing.T) {
 		{"", "nosuch", []string{`unknown backend GPUINIT_BACKEND="nosuch"`}},
 	} {
 		t.Run(tc.name+tc.env, func(t *testing.T) {
-			t.Setenv(device.EnvBackend, tc.env)
+			t.Setenv("GPUINIT_BACKEND", tc.env)
 			_, err := g.Open(tc.name)
 			assert.ErrorIs(t, err, device.ErrNotCompiled)
 			for _, w := range tc.want {
@@ -190,14 +190,14 @@ func TestAnOpenThatCallsGoexitReleasesEveryWaiter(t *testing.T) {
 func TestOpenReadsTheEnvironment(t *testing.T) {
 	var g device.Registry
 	g.Register(simRegistration(newSim))
-	t.Setenv(device.EnvBackend, " sim ")
+	t.Setenv("GPUINIT_BACKEND", " sim ")
 	assert.Equal(t, "sim", openIn(t, &g, "").Name())
 }
 
 func TestDefaultRegistryKnowsTheImportedBackends(t *testing.T) {
-	assert.Equal(t, "auto", device.Known()[0])
-	assert.Contains(t, device.Known(), "sim")
-	assert.Contains(t, device.Backends(), "sim")
+	assert.Equal(t, "auto", device.DefaultRegistry.Known()[0])
+	assert.Contains(t, device.DefaultRegistry.Known(), "sim")
+	assert.Contains(t, device.DefaultRegistry.Backends(), "sim")
 }
 
 func TestAutoTriesGPUBackendsByRank(t *testing.T) {
@@ -242,7 +242,7 @@ func TestAutoChoosesTheFirstBackendWithADevice(t *testing.T) {
 			}
 			err = r.Init(ctx)
 			var passed []string
-			for _, f := range r.PassedOver() {
+			for _, f := range r.Stats().PassedOver {
 				passed = append(passed, f.Backend)
 			}
 			assert.Equal(t, tc.passedOver, passed)
@@ -281,7 +281,7 @@ func TestAutoSharesOneQueueWhateverNameOpenedIt(t *testing.T) {
 	queue := func(r *device.Runtime, what string) {
 		require.NoError(t, r.LazyCall(ctx, func(context.Context) error { mu.Lock(); order = append(order, what); mu.Unlock(); return nil }))
 	}
-	t.Setenv(device.EnvBackend, "")
+	t.Setenv("GPUINIT_BACKEND", "")
 	a, b := openIn(t, &g, ""), openIn(t, &g, "auto")
 	require.Same(t, a, b)
 	queue(a, `via ""`)
@@ -306,7 +306,7 @@ func TestANameOpenedBeforeTheChoiceKeepsItsOwnRuntime(t *testing.T) {
 		require.NoError(t, auto.Init(ctx))
 		assert.Equal(t, "hip", auto.Name(), "auto still tried hip after cuda")
 		assert.ErrorIs(t, cuda.Init(ctx), device.ErrNoDevice)
-		assert.Nil(t, cuda.PassedOver(), "a named backend passes nothing over")
+		assert.Nil(t, cuda.Stats().PassedOver, "a named backend passes nothing over")
 	})
 	t.Run("and stays its own when auto chooses it", func(t *testing.T) {
 		var g device.Registry
@@ -369,10 +369,10 @@ func TestAStickyCodeReportedBeforeInitIsRefusedWithItsClassification(t *testing.
 	assert.Zero(t, cuda.Calls().Init, "nothing initialized the backend")
 
 	require.NoError(t, r.Init(ctx))
-	assert.False(t, r.AnyLost(), "the refused report left nothing to apply at Init")
+	assert.False(t, (len(r.Stats().Lost) > 0), "the refused report left nothing to apply at Init")
 	_, err = r.ReportDriverCode(0, "cuLaunchKernel", 700)
 	assert.ErrorIs(t, err, device.ErrDeviceLost, "after Init the same report loses the device")
-	assert.Equal(t, 1, r.LostCount())
+	assert.Equal(t, 1, len(r.Stats().Lost))
 
 	var h device.Registry
 	registerGPU(&h, "cuda", 10)

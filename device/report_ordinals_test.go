@@ -21,7 +21,7 @@ import (
 func TestReportsOfOrdinalsTheRuntimeHasNotAreRefused(t *testing.T) {
 	ctx := context.Background()
 	rt := device.New(sim.New(sim.WithDevices(2)))
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	require.NoError(t, rt.Init(ctx))
 	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer h.Close()
@@ -44,8 +44,8 @@ func TestReportsOfOrdinalsTheRuntimeHasNotAreRefused(t *testing.T) {
 			assert.Equal(t, code, de.Code)
 		}
 	}
-	assert.Empty(t, rt.Lost(), "nothing is lost")
-	assert.Empty(t, rt.ErrorCounts(), "nothing is counted")
+	assert.Empty(t, rt.Stats().Lost, "nothing is lost")
+	assert.Empty(t, rt.Stats().ErrorCounts, "nothing is counted")
 	assert.NoError(t, rt.CheckDevice(0))
 	assert.NoError(t, rt.CheckDevice(1))
 	assert.Equal(t, http.StatusOK, ready(), "readiness stays on")

@@ -29,10 +29,10 @@ import (
 // A nil ctx panics, naming Do.
 func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	nilContext(ctx, "Do")
-	if err := r.init.Init(ctx); err != nil {
+	if err := r.Init(ctx); err != nil {
 		return err
 	}
-	if err := r.CheckOrdinal(ordinal); err != nil {
+	if err := r.checkOrdinal(ordinal); err != nil {
 		return err
 	}
 	dr, ok := driver.Capability[driver.DeviceRunner](r.Backend())

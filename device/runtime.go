@@ -1,36 +1,38 @@
 // Package device is gpuinit's backend-neutral GPU runtime.
 //
 // [Open] returns the [Runtime] of a backend (cuda, hip, sim, or auto: the
-// first GPU backend that works) without touching the driver; the first call
-// that needs the devices ([Runtime.Init], [Runtime.DeviceCount],
-// [Runtime.Devices], [Runtime.MemoryInfo], [Runtime.Do]) initializes it,
-// once, through package lazy: work queued with [Runtime.LazyCall] before then
-// is replayed right after the driver's init, in order, and may re-enter the
-// Runtime without deadlocking. Failures are memoized and carry the driver's
-// raw code, its name and a hint; [ClassOf] says whether to wait, fall back
-// or call an operator. [Runtime.UsePreflight] runs the driver's init in a
-// child process first, so that a driver that hangs or crashes takes the child
-// down, not the server.
+// first GPU backend that works). It touches no driver. The first call that
+// needs the devices initializes it, once: [Runtime.Init], [Runtime.Devices],
+// [Runtime.Do], and the like. Work queued with [Runtime.LazyCall] before then
+// runs right after the driver's init, in order, and may re-enter the Runtime
+// without deadlocking. A queued call's failure is its own; the
+// initialization's is memoized and carries the driver's code, its name and a
+// hint. [ClassOf] says whether to wait, fall back or call an operator, and
+// [FallBackToCPU] whether the host has no GPU at all. [Runtime.UsePreflight]
+// runs the driver's init in a child process first, so that a driver that
+// hangs or crashes takes the child down, not the server.
 //
-// After init the Runtime watches its devices: every driver call it makes runs
-// under a deadline ([Runtime.SetCallDeadline]), the backend's health watch
-// (NVML's Xid and ECC events, amdgpu's RAS counters) loses a device that
-// needs a reset, and [Runtime.Canary] proves one still works. A lost device
-// ([Runtime.Lost]) says who saw it lost. [Runtime.Close] stops the watches.
+// After init the Runtime watches its devices. Every driver call it makes runs
+// under a deadline ([Runtime.SetCallDeadline]). The backend's health watch
+// (NVML's events, amdgpu's RAS counters) loses a device that needs a reset.
+// [Runtime.Canary] proves a device still works. [Runtime.Stats] says all of
+// it at one moment, as [database/sql.DB.Stats] does. [Runtime.Shutdown]
+// stops everything the Runtime runs, as [net/http.Server.Shutdown] does.
 //
 // Backends register with [Register] when their package is imported (import
-// package backends to link every backend the build can have); what they
+// package backends for every backend the build can have). What they
 // implement is package driver's interface. A [Registry] other than
 // [DefaultRegistry] gives a test or a program backends and Runtimes of its
 // own.
 //
-// Each registry gives a name one Runtime. Two Runtimes over one backend, such
-// as auto's and one opened by name before auto chose that backend, share the
-// backend's process-wide driver state (cuda and hip initialize their driver
-// once per process) but each keeps its own queue, devices and error reports.
+// Each registry gives a name one Runtime. Two Runtimes over one backend (auto's,
+// and one opened by name before auto chose it) share the backend's driver,
+// which cuda and hip initialize once per process. Each keeps its own queue,
+// devices and error reports.
 //
-// Every method that takes a context panics on a nil one, naming itself, as
-// net/http does; none of them waits past its context's end.
+// Every method is safe for concurrent use. Every method that takes a context
+// panics on a nil one, naming itself, as net/http does; none waits past its
+// context's end.
 package device
 
 import (
@@ -39,7 +41,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/callwatch"
@@ -68,9 +69,11 @@ type Runtime struct {
 	watch          atomic.Pointer[healthwatch.Watch] // the health watch and the losses, from a successful init on
 	view           atomic.Pointer[view]              // what the watch knows, published for reads without a lock
 	views          views
-	canaries       sync.Map    // ordinal -> when its canary in flight started
-	driverVersions sync.Map    // backend name -> the driver version it read before it failed
-	stop           *stopping   // Close: nothing more starts, and preflights end
+	canaries       sync.Map  // ordinal -> when its canary in flight started
+	driverVersions sync.Map  // backend name -> the driver version it read before it failed
+	stop           *stopping // Shutdown: nothing more starts, and preflights end
+	inFlight       inFlight  // the calls into the devices' drivers under way
+	shutdown       shutdown
 	failedCalls    failedCalls // queued calls that failed when they ran
 }
 
@@ -93,24 +96,13 @@ func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 // backend of the only one.
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
 	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
+	r.inFlight.drained = make(chan struct{}, 1)
 	r.view.Store(&view{})
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}
 	r.init = lazy.New(r.initialize, append(slices.Clip(opts), lazy.WithQueuedFailures(r.failedCalls.add))...)
 	return r
-}
-
-// PassedOver reports the GPU backends that auto's first Init tried and passed
-// over before its choice (or before failing), with each one's reason, in the
-// order tried; and, after its choice, the GPU backends it never tried whose
-// vendor's devices the host shows too, with a reason wrapping
-// ErrOtherVendor. nil for a Runtime of a named backend.
-func (r *Runtime) PassedOver() []BackendFailure {
-	if p := r.passedOver.Load(); p != nil {
-		return slices.Clone(*p)
-	}
-	return nil
 }
 
 // Backend returns the backend, for its optional interfaces and its own
@@ -145,75 +137,6 @@ func (r *Runtime) Name() string {
 	}
 	return "auto"
 }
-
-// Init initializes the backend on first call and returns the memoized result:
-// the driver's init, the device information, then the work queued by LazyCall.
-// See lazy.Initializer.Init for cancellation and re-entry.
-// A nil ctx panics, naming Init.
-func (r *Runtime) Init(ctx context.Context) error {
-	nilContext(ctx, "Init")
-	return r.init.Init(ctx)
-}
-
-// Start starts the initialization in the background, if nothing has, and
-// returns at once: nil when it is under way or finished, an error wrapping
-// ctx.Err() (and nothing started) when ctx is already done. See
-// lazy.Initializer.Start.
-// A nil ctx panics, naming Start.
-func (r *Runtime) Start(ctx context.Context) error {
-	nilContext(ctx, "Start")
-	return r.init.Start(ctx)
-}
-
-// LazyCall runs fn now if the Runtime is initialized, else queues it to run right
-// after initialization; it never initializes. See lazy.Initializer.Call.
-//
-// A queued fn's failure is its own call's: it does not fail the
-// initialization, which every caller shares. It is recorded, with the call
-// site that queued it (FailedCalls, and the health status), and the caller's
-// package says it back as its kind of call has it (rng: the next call of the
-// same method returns it). PyTorch instead raises the failure from whatever
-// call initializes, and re-runs the whole queue at the next one; a failure
-// there stops every later caller too. One request's bad ordinal must not
-// take the GPU from every other request for the life of the process.
-// A nil ctx panics, naming LazyCall.
-func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
-	nilContext(ctx, "LazyCall")
-	return r.init.CallDepth(ctx, 1, fn)
-}
-
-// LazyCallDepth is LazyCall for wrappers: the call site recorded for a queued fn
-// is depth frames above LazyCallDepth's caller.
-// A nil ctx panics, naming LazyCallDepth.
-func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error {
-	nilContext(ctx, "LazyCallDepth")
-	return r.init.CallDepth(ctx, depth+1, fn)
-}
-
-// State reports the initialization state without initializing.
-func (r *Runtime) State() lazy.State { return r.init.State() }
-
-// InitTimes reports when the initialization started and finished; a time not
-// reached yet is zero. It never waits.
-func (r *Runtime) InitTimes() (started, finished time.Time) { return r.init.Times() }
-
-// Running reports what the initialization runs now, while it runs: "init" for
-// the driver's own initialization, or the call site of a queued function, and
-// since when. See lazy.Initializer.Running.
-func (r *Runtime) Running() (what string, since time.Time, ok bool) { return r.init.Running() }
-
-// Err returns the memoized initialization failure without initializing: nil
-// unless the state is lazy.Failed.
-func (r *Runtime) Err() error {
-	if r.init.State() != lazy.Failed {
-		return nil
-	}
-	return r.init.Init(context.Background()) // memoized: returns at once
-}
-
-// IsInitialized reports whether initialization has succeeded, without
-// initializing, like torch.cuda.is_initialized.
-func (r *Runtime) IsInitialized() bool { return r.init.State() == lazy.Ready }
 
 // DriverVersion asks the backend for the driver's version without initializing
 // or loading anything; see driver.Backend for what it can answer before Init.
@@ -265,61 +188,6 @@ func (r *Runtime) notChosen() error {
 		names[i] = reg.Name
 	}
 	return fmt.Errorf("%w: auto has not chosen among %v yet", driver.ErrNotInitialized, names)
-}
-
-// DeviceCount initializes on first use and reports the number of devices.
-// A nil ctx panics, naming DeviceCount.
-func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
-	nilContext(ctx, "DeviceCount")
-	if err := r.init.Init(ctx); err != nil {
-		return 0, err
-	}
-	return len(*r.devices.Load()), nil
-}
-
-// Device initializes on first use and describes one device. An ordinal out of
-// range gets an error wrapping ErrInvalidDevice with the valid range.
-// A nil ctx panics, naming Device.
-func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
-	nilContext(ctx, "Device")
-	if err := r.init.Init(ctx); err != nil {
-		return Info{}, err
-	}
-	if err := r.CheckOrdinal(ordinal); err != nil {
-		return Info{}, err
-	}
-	return (*r.devices.Load())[ordinal], nil
-}
-
-// Devices initializes on first use and describes every device; the slice is
-// the caller's.
-// A nil ctx panics, naming Devices.
-func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
-	nilContext(ctx, "Devices")
-	if err := r.init.Init(ctx); err != nil {
-		return nil, err
-	}
-	return slices.Clone(*r.devices.Load()), nil
-}
-
-// CheckOrdinal returns nil if ordinal names a device, else an error wrapping
-// ErrInvalidDevice that gives the valid range. It does not initialize: the
-// devices are known once the driver's init has succeeded, which includes
-// work queued with LazyCall; before that the error wraps driver.ErrNotInitialized
-// too. A negative ordinal is always invalid.
-func (r *Runtime) CheckOrdinal(ordinal int) error {
-	devices := r.devices.Load()
-	switch {
-	case ordinal < 0:
-		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
-	case devices == nil:
-		return fmt.Errorf("%w: %d: %w: the %s runtime has not initialized, so its devices are not known yet",
-			ErrInvalidDevice, ordinal, driver.ErrNotInitialized, r.Name())
-	case ordinal >= len(*devices):
-		n := len(*devices)
-		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)
-	}
-	return nil
 }
 
 // nilContext panics if ctx is nil, naming the method the caller called, as

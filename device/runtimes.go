@@ -40,3 +40,16 @@ func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
 	t.byName[name] = r
 	return r
 }
+
+// forget removes r from every name it has, so that the next Open of the
+// name makes a fresh Runtime: a Runtime that was shut down is never handed
+// out again.
+func (t *runtimeTable) forget(r *Runtime) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, have := range t.byName {
+		if have == r {
+			delete(t.byName, name)
+		}
+	}
+}

@@ -46,13 +46,77 @@ func (s *stopping) enter() bool {
 // leave ends a section enter started.
 func (s *stopping) leave() { s.sections.Done() }
 
-// close marks s closed, ends its ctx, and waits for the sections under way.
-func (s *stopping) close() {
+// markClosed marks s closed: no section starts from now on.
+func (s *stopping) markClosed() {
 	s.mu.Lock()
 	s.closed.Store(true)
 	s.mu.Unlock()
+}
+
+// close marks s closed, ends its ctx, and waits for the sections under way
+// until wait ends; it reports whether they all left. A preflight child is
+// killed at once and reaped within its bounds, so its section always leaves
+// soon: the goroutine that waits for them ends then.
+func (s *stopping) close(wait context.Context) bool {
+	s.markClosed()
 	s.cancel()
-	s.sections.Wait()
+	left := make(chan struct{})
+	go func() {
+		s.sections.Wait()
+		close(left)
+	}()
+	select {
+	case <-left:
+		return true
+	case <-wait.Done():
+		return false
+	}
+}
+
+// inFlight counts the calls into the devices' drivers under way, so that
+// Shutdown waits for them: two atomic operations per call, and a signal
+// only once the Runtime is closed.
+type inFlight struct {
+	n       atomic.Int64
+	closed  atomic.Bool
+	drained chan struct{} // a token when the count fell to 0 after close
+}
+
+// enter counts a call in, or refuses it once closed.
+func (f *inFlight) enter() bool {
+	f.n.Add(1)
+	if f.closed.Load() {
+		f.leave()
+		return false
+	}
+	return true
+}
+
+// leave counts a call out.
+func (f *inFlight) leave() {
+	if f.n.Add(-1) == 0 && f.closed.Load() {
+		select {
+		case f.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait closes f and waits until no call is in flight or ctx ends, and
+// returns how many were still in flight.
+func (f *inFlight) wait(ctx context.Context) int64 {
+	f.closed.Store(true)
+	for {
+		n := f.n.Load()
+		if n <= 0 {
+			return 0
+		}
+		select {
+		case <-f.drained:
+		case <-ctx.Done():
+			return f.n.Load()
+		}
+	}
 }
 
 // bind returns ctx, ended also at close.

@@ -1,11 +1,7 @@
 package device
 
 import (
-	"context"
-	"maps"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
@@ -40,14 +36,6 @@ type DeviceHealth struct {
 	UnwatchedCalls int64
 }
 
-// HealthStopGrace bounds how long Close waits for the backend's health watch
-// to return once told to stop: the cuda watch's NVML wait returns within a
-// second (the driver.HealthWatcher contract asks for a few), and this leaves
-// a second's margin. A watch still in the driver past it (a wait or a
-// counters read that never returns, on a dead GPU) is abandoned, not waited
-// for: see Close.
-const HealthStopGrace = 2 * time.Second
-
 // view is what the Runtime publishes of its devices' health and losses,
 // remade at each change, read without a lock; nothing in it is modified.
 type view struct {
@@ -72,9 +60,14 @@ func (r *Runtime) republish() {
 	for _, l := range w.Losses() {
 		v.lost = append(v.lost, lostDevice(l))
 	}
+	calls := r.calls.Load()
 	for _, d := range w.Devices() {
-		v.health = append(v.health, DeviceHealth{Ordinal: d.Ordinal, Watched: d.Watched, Why: d.Why, Counted: d.Counted,
-			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint})
+		h := DeviceHealth{Ordinal: d.Ordinal, Watched: d.Watched, Why: d.Why, Counted: d.Counted,
+			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint}
+		if calls != nil {
+			h.UnwatchedCalls = calls.Unwatched(d.Ordinal)
+		}
+		v.health = append(v.health, h)
 	}
 	r.view.Store(v)
 }
@@ -84,58 +77,10 @@ func lostDevice(l healthwatch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
 }
 
-// Health reports each device's health as the Runtime's health watch knows
-// it, in a slice of the caller's; nil before a successful init. It takes no
-// lock the watch holds for long and never calls the backend.
-func (r *Runtime) Health() []DeviceHealth {
-	out := slices.Clone(r.view.Load().health)
-	w := r.calls.Load()
-	for i := range out {
-		out[i].Counted = maps.Clone(out[i].Counted)
-		if w != nil {
-			out[i].UnwatchedCalls = w.Unwatched(i)
-		}
-	}
-	return out
-}
-
-// stopHealthWatch stops the health watch and waits for it to return, for
-// HealthStopGrace at most: a watch stuck in the driver longer is abandoned,
-// which every device's health then says.
-func (r *Runtime) stopHealthWatch() {
-	if w := r.watch.Load(); w != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), HealthStopGrace)
-		defer cancel()
-		w.Stop(ctx)
-	}
-}
-
-// HealthWatchAbandoned reports whether Close gave up waiting for the
-// backend's health watch, which a driver call held past HealthStopGrace:
-// its goroutine is left blocked in the driver.
-func (r *Runtime) HealthWatchAbandoned() bool {
-	w := r.watch.Load()
-	return w != nil && w.Abandoned()
-}
-
 // deviceCount is the number of devices, 0 before init.
 func (r *Runtime) deviceCount() int {
 	if d := r.devices.Load(); d != nil {
 		return len(*d)
 	}
 	return 0
-}
-
-// watchAfterInit starts what watches the devices once init has found them:
-// the call watch, and the backend's health watch with the record of losses.
-func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
-	r.startWatching(n)
-	w := healthwatch.New(r.Name(), n, r.republish)
-	if !r.watch.CompareAndSwap(nil, w) {
-		return
-	}
-	r.republish()
-	if !r.stop.closed.Load() {
-		w.Start(b)
-	}
 }

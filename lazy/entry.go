@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type entry struct {
 	spawner string     // for a Call made by a go statement: where that statement is
 	isInit  bool
 	start   time.Time
+	text    atomic.Pointer[string] // site's answer, made once: Running must not allocate each time
 }
 
 // recordCallSite records the frame depth frames above runtime.Callers. When
@@ -30,8 +32,17 @@ func (e *entry) recordCallSite(depth int) {
 	}
 }
 
-// site renders the call site as "file.go:line function".
+// site renders the call site as "file.go:line function", once.
 func (e *entry) site() string {
+	if p := e.text.Load(); p != nil {
+		return *p
+	}
+	s := e.render()
+	e.text.Store(&s)
+	return s
+}
+
+func (e *entry) render() string {
 	switch {
 	case e.isInit:
 		return "init"

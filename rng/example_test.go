@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
 )
 
@@ -16,7 +17,7 @@ import (
 // The offset advances by the values drawn, rounded up to a multiple of 4.
 func ExampleGenerators() {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	gens := rng.New(rt)
 	defer gens.Close()
 	ctx := context.Background()
@@ -25,14 +26,14 @@ func ExampleGenerators() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("initialized:", rt.IsInitialized())
+	fmt.Println("initialized:", (rt.Stats().State == lazy.Ready))
 
 	dst := make([]uint32, 6)
 	if err := gens.Generate(ctx, 0, dst); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("initialized:", rt.IsInitialized())
+	fmt.Println("initialized:", (rt.Stats().State == lazy.Ready))
 	fmt.Printf("%08x\n", dst)
 	st, err := gens.State(ctx, 0)
 	fmt.Printf("%+v %v\n", st, err)
@@ -47,7 +48,7 @@ func ExampleGenerators() {
 // again, like torch.cuda.get_rng_state and set_rng_state.
 func ExampleGenerators_SetState() {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	gens := rng.New(rt)
 	defer gens.Close()
 	ctx := context.Background()
@@ -78,7 +79,7 @@ func ExampleGenerators_SetState() {
 // same state: a server without a device generator serves the same stream.
 func ExampleGenerators_GenerateOnHost() {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	gens := rng.New(rt)
 	defer gens.Close()
 	ctx := context.Background()

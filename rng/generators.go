@@ -24,7 +24,7 @@ type Runtime interface {
 	// Runtime watches (device.Runtime.NewGenerator).
 	NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error)
 	// CheckDevice validates an ordinal without initializing, and returns
-	// the device's loss, if it is lost.
+	// the device's loss, if it is lost (device.Runtime.CheckDevice).
 	CheckDevice(ordinal int) error
 	// Init initializes on first use and returns the memoized result.
 	Init(ctx context.Context) error
@@ -33,8 +33,6 @@ type Runtime interface {
 	LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error
 	// DeviceCount initializes on first use and reports the device count.
 	DeviceCount(ctx context.Context) (int, error)
-	// CheckOrdinal validates an ordinal without initializing.
-	CheckOrdinal(ordinal int) error
 }
 
 var _ Runtime = (*device.Runtime)(nil)
@@ -113,9 +111,16 @@ func (d *deviceGen) closeGenerator() error {
 }
 
 // New returns the generators of rt's devices. Nothing is initialized or created
-// until used.
+// until used. Where rt has RegisterOnShutdown (a *device.Runtime), the
+// generators' Close is registered there, so that rt's Shutdown closes them.
 func New(rt Runtime) *Generators {
-	return &Generators{rt: rt, devices: map[int]*deviceGen{}}
+	g := &Generators{rt: rt, devices: map[int]*deviceGen{}}
+	if s, ok := rt.(interface {
+		RegisterOnShutdown(func(context.Context) error)
+	}); ok {
+		s.RegisterOnShutdown(func(context.Context) error { return g.Close() })
+	}
+	return g
 }
 
 // Runtime returns the runtime the generators belong to.
@@ -124,8 +129,8 @@ func (g *Generators) Runtime() Runtime { return g.rt }
 // device returns ordinal's generator, checking the ordinal against the devices
 // the initialization found.
 func (g *Generators) device(ordinal int) (*deviceGen, error) {
-	if err := g.rt.CheckOrdinal(ordinal); err != nil {
-		return nil, err
+	if err := g.rt.CheckDevice(ordinal); err != nil && !errors.Is(err, device.ErrDeviceLost) {
+		return nil, err // a lost device keeps its state: only its draws are refused
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -149,7 +154,7 @@ func (g *Generators) mutate(ctx context.Context, depth int, method string, ordin
 		return err
 	}
 	if ordinal < 0 {
-		return g.rt.CheckOrdinal(ordinal)
+		return g.rt.CheckDevice(ordinal)
 	}
 	return g.lazyCall(ctx, depth+1, method, func(context.Context) error {
 		_, err := g.apply(ctx, ordinal, apply)

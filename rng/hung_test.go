@@ -55,7 +55,7 @@ func TestAHungDrawHoldsUpNothingElse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &hangingDraws{Backend: sim.New(), release: make(chan struct{}), entered: make(chan struct{}, 1)}
 		rt := device.New(h)
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		rt.SetCallDeadline(time.Second)
 		gens := rng.New(rt)
 		ctx := context.Background()
@@ -72,11 +72,11 @@ func TestAHungDrawHoldsUpNothingElse(t *testing.T) {
 		_, err = gens.State(waitCtx, 0)
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "reading the state waits no longer either")
 
-		for !rt.AnyLost() {
+		for !(len(rt.Stats().Lost) > 0) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		assert.ErrorIs(t, rt.Lost()[0], driver.ErrDeviceHung)
-		assert.Equal(t, "Generator.Generate", rt.Lost()[0].Err.Op)
+		assert.ErrorIs(t, rt.Stats().Lost[0], driver.ErrDeviceHung)
+		assert.Equal(t, "Generator.Generate", rt.Stats().Lost[0].Err.Op)
 		start = time.Now()
 		err = gens.Generate(ctx, 0, make([]uint32, 4))
 		assert.ErrorIs(t, err, driver.ErrDeviceHung, "refused at once once lost")

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -91,7 +92,7 @@ func TestQueuedCallsReplayInCallOrder(t *testing.T) {
 	require.NoError(t, g.SetState(ctx, 0, rng.State{Seed: 5, Offset: 8}))
 	require.NoError(t, g.SetState(ctx, 1, rng.State{Seed: 6, Offset: 4}))
 	require.NoError(t, g.ManualSeed(ctx, 1, 2))
-	assert.False(t, rt.IsInitialized(), "mutating calls queue")
+	assert.False(t, (rt.Stats().State == lazy.Ready), "mutating calls queue")
 
 	states, err := g.StateAll(ctx)
 	require.NoError(t, err)
@@ -104,11 +105,11 @@ func TestBadCallsAreRefusedAtOnce(t *testing.T) {
 	assert.ErrorIs(t, g.SetState(ctx, 0, rng.State{Seed: 1, Offset: 3}), rng.ErrBadState)
 	assert.ErrorIs(t, g.SetStateAll(ctx, []rng.State{{}, {Offset: 2}}), rng.ErrBadState)
 	assert.ErrorIs(t, g.ManualSeed(ctx, -1, 1), device.ErrInvalidDevice)
-	assert.False(t, rt.IsInitialized())
+	assert.False(t, (rt.Stats().State == lazy.Ready))
 	seed, err := g.InitialSeed(ctx, 0) // reads initialize
 	require.NoError(t, err)
 	assert.Equal(t, rng.DefaultSeed, seed, "nothing refused was queued")
-	assert.True(t, rt.IsInitialized())
+	assert.True(t, (rt.Stats().State == lazy.Ready))
 }
 
 // TestAQueuedCallsFailureIsItsOwn: a ManualSeed queued for a device the host
@@ -126,7 +127,8 @@ func TestAQueuedCallsFailureIsItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(99), s.Seed, "the call queued after the bad one applied")
 
-	failed, more := rt.FailedCalls()
+	st := rt.Stats()
+	failed, more := st.FailedCalls, st.MoreFailedCalls
 	require.Len(t, failed, 1)
 	assert.Zero(t, more)
 	assert.ErrorIs(t, failed[0], device.ErrInvalidDevice)
@@ -281,7 +283,7 @@ func TestSeedsApplyToTheirDevices(t *testing.T) {
 	require.NoError(t, g.ManualSeedAll(ctx, 11)) // queued after SetState: wins on every device
 	seed1, err := g.Seed(ctx, 1)
 	require.NoError(t, err)
-	assert.False(t, rt.IsInitialized(), "seeding queues")
+	assert.False(t, (rt.Stats().State == lazy.Ready), "seeding queues")
 	states, err := g.StateAll(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []rng.State{{Seed: 11}, {Seed: seed1}, {Seed: 11}}, states)
@@ -450,7 +452,8 @@ func TestEveryFailureOfACallIsSaid(t *testing.T) {
 	}
 	wg.Go(func() { assert.NoError(t, rt.Init(ctx)) })
 	wg.Wait()
-	failed, more := rt.FailedCalls()
+	st := rt.Stats()
+	failed, more := st.FailedCalls, st.MoreFailedCalls
 	assert.Equal(t, queued.Load(), int64(len(failed)+more), "each queued call's failure is recorded")
 	said(g.ManualSeed(ctx, 0, 1))
 	assert.Equal(t, queued.Load() > 0, told.Load() > 0, "a queued failure is said by a later call")

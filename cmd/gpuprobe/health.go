@@ -23,7 +23,7 @@ const healthSettle = 3 * time.Second
 // ctx ends), and records both, and any device lost, in rep; then it stops
 // the Runtime's watches.
 func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, rep *report) {
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	for i := range rep.Devices {
 		start := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, healthSettle)
@@ -41,7 +41,7 @@ func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, r
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for !healthSettled(rt.Health()) {
+	for !healthSettled(rt.Stats().Health) {
 		select {
 		case <-ctx.Done():
 		case <-deadline.C:
@@ -58,13 +58,13 @@ func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, r
 			t.Stop()
 		}
 	}
-	hs := rt.Health()
+	hs := rt.Stats().Health
 	for i := range rep.Devices {
 		if o := rep.Devices[i].Ordinal; o >= 0 && o < len(hs) {
 			rep.Devices[i].Health = health.DeviceHealthOf(hs[o])
 		}
 	}
-	for _, l := range rt.Lost() {
+	for _, l := range rt.Stats().Lost {
 		rep.Lost = append(rep.Lost, health.Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: health.ErrorOf(l), At: l.At})
 	}
 }

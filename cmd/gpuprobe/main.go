@@ -97,13 +97,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpuprobe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	defaultBackend := strings.TrimSpace(os.Getenv(device.EnvBackend))
+	defaultBackend := strings.TrimSpace(os.Getenv("GPUINIT_BACKEND"))
 	if defaultBackend == "" {
 		defaultBackend = "auto"
 	}
-	known := device.Known()
+	known := device.DefaultRegistry.Known()
 	fs.StringVar(&cfg.backend, "backend", defaultBackend, "backend: "+strings.Join(known, ", ")+
-		" (default: $"+device.EnvBackend+", else auto: "+strings.Join(device.AutoOrder(), ", then ")+", else sim)")
+		" (default: $"+"GPUINIT_BACKEND"+", else auto: "+strings.Join(device.DefaultRegistry.AutoOrder(), ", then ")+", else sim)")
 	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "probe a GPU or fail: with auto, exit 3 instead of falling back to sim when no GPU backend is usable; with sim, refused (exit 2)")
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
@@ -113,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.watch, "watch", 0, "watch the driver's health events (Xid, ECC, RAS) this long before reporting")
 	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
 	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files and printing the report each round; 0 runs once")
-	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+device.EnvPreflight+" overrides)")
+	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+"GPUINIT_PREFLIGHT"+" overrides)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()

@@ -49,7 +49,7 @@ func probe(ctx context.Context, cfg config, selected []scenario, progress io.Wri
 		}
 		rep.Devices = append(rep.Devices, info)
 	}
-	rep.Visibility = rt.Visibility()
+	rep.Visibility = rt.Stats().Visibility
 	if m, err := rt.DeviceMap(ctx); err == nil {
 		rep.DeviceMap = deviceMapOf(m)
 	} else {
@@ -90,7 +90,7 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 		fmt.Fprintf(progress, "gpuprobe: initializing %s (timeout %s)\n", cfg.backend, cfg.timeout)
 		var stop bool
 		stop, err = initialize(ctx, cfg, rt, rep)
-		if b := rt.BringUp(); b.Phase != device.PhaseNone {
+		if b := rt.Stats().BringUp; b.Phase != "" || b.Attempts > 0 {
 			rep.BringUp = health.BringUpOf(b)
 		}
 		rep.Class = device.ClassOf(err).String()
@@ -100,7 +100,7 @@ func bringUp(ctx context.Context, cfg config, rep *report, progress io.Writer) *
 	}
 	if err == nil {
 		rep.Backend = rt.Name()
-		rep.PassedOver = failures(progress, rt.PassedOver())
+		rep.PassedOver = failures(progress, rt.Stats().PassedOver)
 		return rt
 	}
 	if cfg.backend != "auto" {
@@ -167,9 +167,9 @@ func initialize(ctx context.Context, cfg config, rt *device.Runtime, rep *report
 		return false, nil
 	case ctx.Err() != nil:
 		rep.fail(exitFailed, &errorInfo{Message: "interrupted during initialization"})
-	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Uninitialized:
+	case errors.Is(err, context.DeadlineExceeded) && rt.Stats().State == lazy.Uninitialized:
 		rep.fail(exitFailed, &errorInfo{Message: fmt.Sprintf("initialization did not start: the -timeout of %s expired before it could; use a longer one", cfg.timeout)})
-	case errors.Is(err, context.DeadlineExceeded) && rt.State() == lazy.Initializing:
+	case errors.Is(err, context.DeadlineExceeded) && rt.Stats().State == lazy.Initializing:
 		rep.fail(exitFailed, &errorInfo{Kind: string(hangcheck.Hang), Message: fmt.Sprintf("initialization did not finish within %s: the driver's init hangs", cfg.timeout)})
 	default:
 		return false, err // a failure of the backend's own

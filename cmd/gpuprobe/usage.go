@@ -21,8 +21,8 @@ import (
 // before anything is probed, they exit 2, never 3 (no GPU).
 func checkBackend(fs *flag.FlagSet, cfg config, known []string) string {
 	given := fmt.Sprintf("-backend %q", cfg.backend)
-	if !isSet(fs, "backend") && strings.TrimSpace(os.Getenv(device.EnvBackend)) != "" {
-		given = fmt.Sprintf("%s=%q (the default of -backend)", device.EnvBackend, cfg.backend)
+	if !isSet(fs, "backend") && strings.TrimSpace(os.Getenv("GPUINIT_BACKEND")) != "" {
+		given = fmt.Sprintf("%s=%q (the default of -backend)", "GPUINIT_BACKEND", cfg.backend)
 	}
 	if !slices.Contains(known, cfg.backend) {
 		want := "want " + strings.Join(known, ", ")

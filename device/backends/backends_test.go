@@ -28,7 +28,7 @@ func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 	if !strings.Contains(string(readme), theLine) {
 		t.Fatalf("README.md's first example no longer has %q", theLine)
 	}
-	t.Setenv(device.EnvBackend, "")
+	t.Setenv("GPUINIT_BACKEND", "")
 	rt, err := device.Open("")
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func BenchmarkWatchedCalls(b *testing.B) {
 				}
 			}
 		})
-		if err := errors.Join(g.Close(), r.Close()); err != nil {
+		if err := errors.Join(g.Close(), r.Shutdown(context.Background())); err != nil {
 			b.Fatal(err)
 		}
 	}

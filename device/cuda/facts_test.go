@@ -121,7 +121,7 @@ func TestChildMemoryThroughNVML(t *testing.T) {
 	assert.True(t, info.Integrated)
 	assert.Equal(t, os.Getenv("GPUINIT_FAKE_CUDA_PAGEABLE") == "1", info.PageableMemoryAccess)
 	for ordinal := range 2 {
-		allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, ordinal) })
+		allocs := testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) })
 		if !raceEnabled || ordinal == 0 { // the race detector's hooks in syscall.Read allocate
 			assert.Zero(t, allocs, "device %d: the steady path allocates nothing", ordinal)
 		}
@@ -169,7 +169,7 @@ func TestChildMIGFacts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, whole.MIG)
 	if !raceEnabled {
-		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, 1) }), "a MIG slice's read allocates nothing")
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "a MIG slice's read allocates nothing")
 	}
 }
 
@@ -199,7 +199,7 @@ func TestChildMIGInstancesAsDevices(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, driver.Memory{Free: want.free, Total: 10737418240, Source: driver.MemoryNVML}, m, "device %d: its own slice", ordinal)
 		if !raceEnabled {
-			assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.MemoryInfo(ctx, ordinal) }), "device %d", ordinal)
+			assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) }), "device %d", ordinal)
 		}
 	}
 	// A second Runtime over the same driver sees the same three: dedupe is by

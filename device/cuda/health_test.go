@@ -64,13 +64,13 @@ func TestHealthWatch(t *testing.T) {
 func watchedRuntime(t *testing.T) (*device.Runtime, func(format string, ordinal int, rest ...string)) {
 	t.Helper()
 	r := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	t.Cleanup(func() { assert.NoError(t, r.Shutdown(context.Background())) })
 	ctx := context.Background()
 	infos, err := r.Devices(ctx)
 	require.NoError(t, err)
 	require.Len(t, infos, 2)
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && h[0].Watched && h[1].Watched
 	}, 10*time.Second, time.Millisecond, "both devices are watched")
 	inject := func(kind string, ordinal int, rest ...string) {
@@ -92,7 +92,7 @@ func TestChildXidLosesOneDevice(t *testing.T) {
 	took := time.Since(start)
 	assert.Less(t, took, 100*time.Millisecond, "from the Xid to the device's loss")
 
-	lost := r.Lost()
+	lost := r.Stats().Lost
 	require.Len(t, lost, 1)
 	assert.Equal(t, 1, lost[0].Ordinal)
 	assert.Equal(t, device.LossXid, lost[0].Source)
@@ -103,9 +103,9 @@ func TestChildXidLosesOneDevice(t *testing.T) {
 	assert.ErrorIs(t, r.CheckDevice(1), device.ErrDeviceLost)
 
 	assert.NoError(t, r.CheckDevice(0), "the other device serves")
-	_, _, err := r.MemoryInfo(context.Background(), 0)
+	_, err := r.Memory(context.Background(), 0)
 	assert.NoError(t, err)
-	assert.Equal(t, map[string]int64{"xid 79": 1}, r.Health()[1].Counted)
+	assert.Equal(t, map[string]int64{"xid 79": 1}, r.Stats().Health[1].Counted)
 	t.Logf("from the Xid to the loss: %v", took)
 }
 
@@ -113,10 +113,10 @@ func TestChildXidCounted(t *testing.T) {
 	child(t)
 	r, inject := watchedRuntime(t)
 	inject("xid", 0, "13")
-	require.Eventually(t, func() bool { return r.Health()[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
-	assert.Empty(t, r.Lost())
+	require.Eventually(t, func() bool { return r.Stats().Health[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
+	assert.Empty(t, r.Stats().Lost)
 	assert.NoError(t, r.CheckDevice(0))
-	assert.Equal(t, map[int]int64{0: 1}, r.ErrorCounts())
+	assert.Equal(t, map[int]int64{0: 1}, r.Stats().ErrorCounts)
 }
 
 func TestChildECC(t *testing.T) {
@@ -124,9 +124,9 @@ func TestChildECC(t *testing.T) {
 	r, inject := watchedRuntime(t)
 	inject("ecc-single", 0)
 	inject("ecc-double", 1)
-	require.Eventually(t, func() bool { return r.LostCount() == 1 && r.Health()[0].Counted["ecc corrected"] == 1 },
+	require.Eventually(t, func() bool { return len(r.Stats().Lost) == 1 && r.Stats().Health[0].Counted["ecc corrected"] == 1 },
 		10*time.Second, time.Millisecond)
-	lost := r.Lost()
+	lost := r.Stats().Lost
 	assert.Equal(t, 1, lost[0].Ordinal)
 	assert.Equal(t, device.LossECC, lost[0].Source)
 	assert.Contains(t, lost[0].Err.Message, "double-bit")
@@ -142,27 +142,27 @@ func TestChildWatchErrorRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return strings.Contains(h[0].WatchError, "NVML_ERROR_UNKNOWN") && strings.Contains(h[1].WatchError, "watching again in 1s")
 	}, 10*time.Second, time.Millisecond, "every device is told of the failure")
-	assert.Empty(t, r.Lost(), "an NVML failure loses no device")
+	assert.Empty(t, r.Stats().Lost, "an NVML failure loses no device")
 	inject("xid", 1, "13")
-	require.Eventually(t, func() bool { return r.Health()[1].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return r.Stats().Health[1].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond,
 		"the watch runs again")
-	h := r.Health()[1]
+	h := r.Stats().Health[1]
 	assert.Empty(t, h.WatchError, "cleared once it watches again")
 	assert.Equal(t, int64(1), h.WatchErrors)
-	assert.Empty(t, r.Lost())
+	assert.Empty(t, r.Stats().Lost)
 }
 
 func TestChildCounters(t *testing.T) {
 	child(t)
 	r, _ := watchedRuntime(t)
-	require.Eventually(t, func() bool { return r.Health()[1].Counters != nil }, 10*time.Second, time.Millisecond)
-	c := r.Health()[1].Counters
+	require.Eventually(t, func() bool { return r.Stats().Health[1].Counters != nil }, 10*time.Second, time.Millisecond)
+	c := r.Stats().Health[1].Counters
 	require.NotNil(t, c.Persistence)
 	assert.False(t, *c.Persistence)
-	assert.Contains(t, r.Health()[1].Hint, "1-3 s per GPU", "persistence mode off: the init's cost is named")
+	assert.Contains(t, r.Stats().Health[1].Hint, "1-3 s per GPU", "persistence mode off: the init's cost is named")
 	require.NotNil(t, c.ECCCorrected)
 	assert.Equal(t, uint64(5), *c.ECCCorrected)
 	require.NotNil(t, c.RowRemapsPending)
@@ -172,25 +172,25 @@ func TestChildCounters(t *testing.T) {
 	assert.Equal(t, uint64(3), *c.RetiredPages, "pages retired for either cause")
 	require.NotNil(t, c.RetiredPagesPending)
 	assert.True(t, *c.RetiredPagesPending)
-	assert.Empty(t, r.Lost(), "counters lose nothing")
+	assert.Empty(t, r.Stats().Lost, "counters lose nothing")
 }
 
 func TestChildHealthUnknown(t *testing.T) {
 	child(t)
 	r := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	t.Cleanup(func() { assert.NoError(t, r.Shutdown(context.Background())) })
 	_, err := r.Devices(context.Background())
 	require.NoError(t, err)
 	want := os.Getenv("WANT_WHY")
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && strings.Contains(h[0].Why, want) && strings.Contains(h[1].Why, want)
 	}, 10*time.Second, time.Millisecond, "the reason names %q", want)
-	for _, h := range r.Health() {
+	for _, h := range r.Stats().Health {
 		assert.False(t, h.Watched)
 		assert.Contains(t, h.Why, "unknown")
 	}
-	assert.Empty(t, r.Lost())
+	assert.Empty(t, r.Stats().Lost)
 	assert.NoError(t, r.CheckDevice(0), "an unknown health loses nothing")
 }
 
@@ -213,17 +213,26 @@ func TestCanary(t *testing.T) {
 func TestChildCanary(t *testing.T) {
 	child(t)
 	r := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := r.Shutdown(ctx)
+		if os.Getenv("WANT") == "hang" {
+			assert.ErrorContains(t, err, "1 driver call(s) in flight", "the hung round trip is abandoned, not waited for")
+			return
+		}
+		assert.NoError(t, err)
+	})
 	ctx := context.Background()
 	switch os.Getenv("WANT") {
 	case "ok":
 		require.NoError(t, r.Canary(ctx, 1))
-		assert.Empty(t, r.Lost())
+		assert.Empty(t, r.Stats().Lost)
 	case "mismatch":
 		err := r.Canary(ctx, 1)
 		require.ErrorIs(t, err, device.ErrDeviceLost)
 		assert.ErrorContains(t, err, "gave back 0x9e3679b9 for the 0x9e3779b9 it set")
-		lost := r.Lost()
+		lost := r.Stats().Lost
 		require.Len(t, lost, 1)
 		assert.Equal(t, device.LossCanary, lost[0].Source)
 		assert.NoError(t, r.CheckDevice(0))
@@ -237,7 +246,7 @@ func TestChildCanary(t *testing.T) {
 		again := r.Canary(ctx, 1)
 		assert.ErrorContains(t, again, "is still running", "no second round trip while the first is stuck")
 		require.Eventually(t, func() bool { return r.CheckDevice(1) != nil }, 10*time.Second, time.Millisecond)
-		lost := r.Lost()
+		lost := r.Stats().Lost
 		assert.Equal(t, device.LossDeadline, lost[0].Source)
 		assert.Equal(t, "canary", lost[0].Err.Op)
 		assert.ErrorIs(t, r.Canary(ctx, 1), device.ErrDeviceLost, "a lost device's canary fails at once")

@@ -32,7 +32,7 @@ const (
 	// waitMillis bounds one nvmlEventSetWait_v2: the watch blocks in it,
 	// using no CPU, and looks at its context between two (so a Runtime's
 	// Close waits for it no longer than this, unless NVML hangs, when Close
-	// abandons it after device.HealthStopGrace).
+	// abandons it when its ctx ends).
 	waitMillis = 1000
 	// countersEvery is how often the counters are read again.
 	countersEvery = 30 * time.Second
@@ -55,7 +55,7 @@ const (
 // back to 1 s once one has; it loses no device. Each NVML call is made on
 // the calling goroutine and may block in the driver: a wait returns within a
 // second, but on a dead GPU any call may never return, and then neither does
-// WatchHealth (the Runtime's Close abandons it after device.HealthStopGrace).
+// WatchHealth (the Runtime's Close abandons it when its ctx ends).
 func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	handles, err := loadNVML()
 	if err != nil {

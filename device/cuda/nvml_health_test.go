@@ -55,8 +55,8 @@ func appendEvents(t *testing.T, lines string) {
 }
 
 // TestChildCloseAbandonsAHungWatch: with the watch stuck in an NVML call
-// that never returns (HUNG names the fake's log line for it), Close returns
-// within device.HealthStopGrace plus a margin, and says the watch was
+// that never returns (HUNG names the fake's log line for it), Shutdown
+// returns by its ctx (2 s) plus a margin, and says the watch was
 // abandoned. It does not use watchedRuntime, whose cleanup would Close
 // again: a Close that waited for ever would hang the child past its failure.
 func TestChildCloseAbandonsAHungWatch(t *testing.T) {
@@ -65,7 +65,7 @@ func TestChildCloseAbandonsAHungWatch(t *testing.T) {
 	_, err := r.Devices(context.Background())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && h[0].Watched && h[1].Watched
 	}, 10*time.Second, time.Millisecond, "both devices are watched")
 	if os.Getenv("HANG") == "wait" {
@@ -79,23 +79,25 @@ func TestChildCloseAbandonsAHungWatch(t *testing.T) {
 	closed := make(chan time.Duration, 1)
 	go func() {
 		start := time.Now()
-		assert.NoError(t, r.Close())
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		assert.ErrorContains(t, r.Shutdown(ctx), "abandoning the health watch")
 		closed <- time.Since(start)
 	}()
-	bound := device.HealthStopGrace + time.Second
+	bound := 2*time.Second + time.Second
 	select {
 	case took := <-closed:
 		assert.Less(t, took, bound)
-		t.Logf("Close took %v", took)
+		t.Logf("Shutdown took %v", took)
 	case <-time.After(bound):
-		t.Fatalf("Close has not returned in %v: it waits for the NVML call", bound)
+		t.Fatalf("Shutdown has not returned in %v: it waits for the NVML call", bound)
 	}
-	assert.True(t, r.HealthWatchAbandoned())
-	for _, h := range r.Health() {
+	assert.True(t, r.Stats().HealthWatchAbandoned)
+	for _, h := range r.Stats().Health {
 		assert.False(t, h.Watched)
 		assert.Contains(t, h.Why, "abandoned")
 	}
-	assert.Empty(t, r.Lost(), "an abandoned watch loses nothing")
+	assert.Empty(t, r.Stats().Lost, "an abandoned watch loses nothing")
 }
 
 // TestChildWatchBackoffResets: two failed waits in a row back off 1 s, then
@@ -109,7 +111,7 @@ func TestChildWatchBackoffResets(t *testing.T) {
 	failure := func(n int64) string {
 		var msg string
 		require.Eventually(t, func() bool {
-			h := r.Health()[0]
+			h := r.Stats().Health[0]
 			msg = h.WatchError
 			return h.WatchErrors == n && msg != ""
 		}, 20*time.Second, time.Millisecond, "failure %d", n)
@@ -119,11 +121,11 @@ func TestChildWatchBackoffResets(t *testing.T) {
 	assert.Contains(t, failure(1), "watching again in 1s")
 	assert.Contains(t, failure(2), "watching again in 2s", "failed again before any wait succeeded")
 	inject("xid", 1, "13")
-	require.Eventually(t, func() bool { return r.Health()[1].Counted["xid 13"] == 1 }, 20*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return r.Stats().Health[1].Counted["xid 13"] == 1 }, 20*time.Second, time.Millisecond,
 		"a wait succeeds")
 	appendEvents(t, "error 999\n")
 	got := failure(3)
 	assert.Contains(t, got, "watching again in 1s", "the backoff starts again once a wait has succeeded")
 	assert.False(t, strings.Contains(got, "in 4s"))
-	assert.Empty(t, r.Lost())
+	assert.Empty(t, r.Stats().Lost)
 }

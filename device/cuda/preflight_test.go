@@ -95,11 +95,11 @@ func TestChildPreflight(t *testing.T) {
 		assert.False(t, errors.Is(err, driver.ErrInitHung))
 	case "recovers":
 		require.NoError(t, err)
-		assert.Equal(t, 3, r.BringUp().Attempts)
-		assert.ErrorIs(t, r.BringUp().LastErr, driver.ErrNotReady)
+		assert.Equal(t, 3, r.Stats().BringUp.Attempts)
+		assert.ErrorIs(t, r.Stats().BringUp.LastErr, driver.ErrNotReady)
 	case "slow":
 		require.NoError(t, err)
-		assert.Equal(t, 1, r.BringUp().Attempts)
+		assert.Equal(t, 1, r.Stats().BringUp.Attempts)
 	}
 }
 

@@ -225,11 +225,10 @@ func checkLazy(c *checker, b driver.Backend) {
 		return
 	}
 	_ = r.Name()
-	_ = r.State()
-	_ = r.IsInitialized()
-	_ = r.CheckOrdinal(0)
+	_ = r.Stats()
+	_ = r.CheckDevice(0)
 	if calls := counting.Calls(); calls.Total() != 0 {
-		c.errorf("New, LazyCall, Name, State and CheckOrdinal called into the backend: %+v", calls)
+		c.errorf("New, LazyCall, Name, Stats and CheckDevice called into the backend: %+v", calls)
 	}
 }
 

@@ -35,7 +35,7 @@ func ExampleCheck() {
 func ExampleCounting() {
 	c := &devicetest.Counting{Backend: sim.New()}
 	rt := device.New(c)
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	fmt.Println("before first use:", c.Calls().Total())
 
 	ctx := context.Background()

@@ -17,8 +17,8 @@ type HealthWatcher interface {
 	// event and the watch is retried with backoff: it never loses a
 	// device. It is called once per Runtime, after Init succeeded; it must
 	// use no CPU between events (a blocking wait, or a period of seconds),
-	// and must return within a few seconds of ctx's end: a Runtime's Close
-	// waits two (device.HealthStopGrace), then abandons a watch still in a
+	// and must return within a few seconds of ctx's end: a Runtime's Shutdown
+	// waits until its ctx ends, then abandons a watch still in a
 	// driver call, and ignores what it reports from ctx's end on.
 	//
 	// Every call it makes into a vendor library (the library's init, an

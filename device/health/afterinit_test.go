@@ -29,9 +29,9 @@ func watchedSim(t *testing.T) (*sim.Backend, *device.Runtime) {
 	t.Helper()
 	s := sim.New()
 	rt := device.New(s)
-	t.Cleanup(func() { assert.NoError(t, rt.Close()) })
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
 	require.NoError(t, rt.Init(context.Background()))
-	require.Eventually(t, func() bool { h := rt.Health(); return len(h) == 2 && h[0].Watched && h[1].Watched },
+	require.Eventually(t, func() bool { h := rt.Stats().Health; return len(h) == 2 && h[0].Watched && h[1].Watched },
 		10*time.Second, time.Millisecond)
 	return s, rt
 }
@@ -89,7 +89,7 @@ func TestAnApplicationsXidIsCountedAndReadinessStays(t *testing.T) {
 	h := health.New(rt, quiet)
 	defer h.Close()
 	s.InjectXid(0, 13)
-	require.Eventually(t, func() bool { return rt.Health()[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rt.Stats().Health[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
 	code, _ := probe(t, h.Ready())
 	assert.Equal(t, http.StatusOK, code)
 	st := status(t, h)
@@ -140,7 +140,7 @@ func TestProbesAllocateNothingWithTheWatchRunning(t *testing.T) {
 	h := health.New(rt, quiet)
 	defer h.Close()
 	s.InjectXid(0, 13) // the watch has worked, and counted
-	require.Eventually(t, func() bool { return rt.Health()[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rt.Stats().Health[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	for name, hh := range map[string]http.Handler{"live": h.Live(), "ready": h.Ready()} {
@@ -193,7 +193,7 @@ func TestStatusIsOneMoment(t *testing.T) {
 		}
 		wg.Wait()
 		h.Close()
-		rt.Close()
+		rt.Shutdown(context.Background())
 	}
 	t.Logf("%d statuses, %d of them before the end", checked.Load(), initializing.Load())
 }
@@ -222,7 +222,7 @@ func TestStatusReadinessAgreesWithItsLosses(t *testing.T) {
 	b := &lossDuringRead{Backend: sim.New()}
 	rt := device.New(b)
 	b.rt = rt
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	require.NoError(t, rt.Init(context.Background()))
 	h := health.New(rt, quiet)
 	defer h.Close()
@@ -298,7 +298,7 @@ func TestTheStatusReadsFreeMemory(t *testing.T) {
 		assert.Equal(t, "sim", d.MemorySource)
 	}
 	s.InjectXid(1, 79)
-	require.Eventually(t, func() bool { return rt.AnyLost() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return (len(rt.Stats().Lost) > 0) }, 10*time.Second, time.Millisecond)
 	st = status(t, h)
 	assert.NotNil(t, st.Devices[0].FreeMemory)
 	assert.Nil(t, st.Devices[1].FreeMemory, "a lost device's memory is not read")
@@ -308,7 +308,7 @@ func TestTheStatusReadsFreeMemory(t *testing.T) {
 // the runtime ready, and the status names it with the call site.
 func TestTheStatusListsQueuedCallsThatFailed(t *testing.T) {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	bad := errors.New("a bad queued call")
 	require.NoError(t, rt.LazyCall(context.Background(), func(context.Context) error { return bad }))
 	require.NoError(t, rt.Init(context.Background()))

@@ -48,7 +48,7 @@ func benchmarkWaiting(b *testing.B, check func(*health.Health) func() (bool, str
 	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer h.Close()
 	h.Readiness() // starts init
-	for rt.BringUp().Attempts == 0 {
+	for rt.Stats().BringUp.Attempts == 0 {
 		runtime.Gosched()
 	}
 	c := check(h)

@@ -27,7 +27,7 @@ func Example_server() {
 	defer stop()
 
 	rt := device.New(sim.New()) // a server: device.Open("") for its GPUs
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	h := health.New(rt, health.WithLogger(slog.New(slog.DiscardHandler))) // a server: its own logger
 	defer h.Close()
 
@@ -88,7 +88,7 @@ func Example_server() {
 // WithoutAutoInit leaves the initialization to the server's first use.
 func ExampleHealth_Readiness() {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	h := health.New(rt, health.WithoutAutoInit(), health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 
@@ -111,10 +111,10 @@ func ExampleHealth_Readiness() {
 // bring a GPU.
 func ExampleWithCPUFallback() {
 	rt := device.New(sim.New(sim.WithFailure(sim.NoDevice)))
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	h := health.New(rt, health.WithCPUFallback(), health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
-	if err := rt.Init(context.Background()); !device.NoUsableGPU(err) {
+	if err := rt.Init(context.Background()); !(device.ClassOf(err) != device.NoClass) {
 		fmt.Println(err)
 		return
 	}
@@ -133,7 +133,7 @@ func ExampleWithCPUFallback() {
 // versions are read once, when the initialization finishes.
 func ExampleHealth_Snapshot() {
 	rt := device.New(sim.New())
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	h := health.New(rt, health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 	if err := rt.Init(context.Background()); err != nil {

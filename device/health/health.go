@@ -148,6 +148,8 @@ type snapshot struct {
 }
 
 // New returns a Health over rt. Nothing is started until the first probe.
+// It registers its Close with rt.RegisterOnShutdown, so that rt's Shutdown
+// stops it too.
 func New(rt *device.Runtime, opts ...Option) *Health {
 	h := &Health{rt: rt, autoInit: true, deadline: DefaultInitDeadline}
 	for _, o := range opts {
@@ -155,6 +157,7 @@ func New(rt *device.Runtime, opts ...Option) *Health {
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.observed.Store(-1)
+	rt.RegisterOnShutdown(func(context.Context) error { return h.Close() })
 	return h
 }
 
@@ -221,6 +224,7 @@ var (
 const (
 	startedReason    = "initializing: a probe started it"
 	notStartedReason = "not initialized: nothing has used the GPU yet, and probes do not start it"
+	closedReason     = "shut down: the runtime was shut down"
 )
 
 // Readiness reports whether the Runtime can serve now, and if not, why. With
@@ -228,25 +232,28 @@ const (
 // never blocks.
 func (h *Health) Readiness() (ready bool, reason string) { return h.readiness(h.observe(true)) }
 
-func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
-	switch state {
+func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
+	if st.Closed {
+		return false, closedReason
+	}
+	switch st.State {
 	case lazy.Ready:
-		if !h.rt.AnyLost() {
+		if len(st.Lost) == 0 {
 			return true, ""
 		}
-		return false, h.lostReason()
+		return false, h.lostReason(st.Lost)
 	case lazy.Uninitialized:
 		if h.autoInit && h.startInit() {
 			return false, startedReason
 		}
 		return false, notStartedReason
 	case lazy.Initializing:
-		if b := h.rt.BringUp(); b.Summary != "" {
-			return false, b.Summary
+		if st.BringUp.Summary != "" {
+			return false, st.BringUp.Summary
 		}
 		return false, startedReason
 	}
-	v := h.verdict()
+	v := h.verdict(st)
 	return v.servesOnCPU, v.readyWhy
 }
 
@@ -255,28 +262,28 @@ func (h *Health) readiness(state lazy.State) (ready bool, reason string) {
 // only.
 func (h *Health) Liveness() (live bool, reason string) { return h.liveness(h.observe(false)) }
 
-func (h *Health) liveness(state lazy.State) (live bool, reason string) {
-	switch state {
+func (h *Health) liveness(st device.Stats) (live bool, reason string) {
+	switch st.State {
 	case lazy.Failed:
-		v := h.verdict()
+		v := h.verdict(st)
 		if !v.live {
 			// Not yet: a restart helps once the GPU has had the init
 			// deadline to come up, not before (a fresh process would only
 			// fail the same way, and the orchestrator's restarts back off).
 			// Without a deadline, never: nothing fails for time.
-			if started, _ := h.rt.InitTimes(); h.deadline <= 0 || time.Since(started) <= h.deadline {
+			if h.deadline <= 0 || time.Since(st.Started) <= h.deadline {
 				return true, ""
 			}
 		}
 		return v.live, v.liveWhy
 	case lazy.Initializing:
-		if b := h.rt.BringUp(); h.deadline > 0 && !b.InProcess.IsZero() && time.Since(b.InProcess) > h.deadline {
+		if b := st.BringUp; h.deadline > 0 && !b.InProcess.IsZero() && time.Since(b.InProcess) > h.deadline {
 			return false, fmt.Sprintf("the in-process initialization has run for %s, past its deadline of %s: the process is wedged; %s",
-				time.Since(b.InProcess).Round(time.Millisecond), h.deadline, h.runningReason())
+				time.Since(b.InProcess).Round(time.Millisecond), h.deadline, runningReason(st))
 		}
 	case lazy.Ready:
-		if h.restartOnLoss && h.rt.AnyLost() {
-			return false, "restart on device loss: " + h.lostReason()
+		if h.restartOnLoss && len(st.Lost) > 0 {
+			return false, "restart on device loss: " + h.lostReason(st.Lost)
 		}
 	}
 	return true, ""
@@ -284,11 +291,11 @@ func (h *Health) liveness(state lazy.State) (live bool, reason string) {
 
 // verdict returns the probes' answers about the failed initialization, made
 // at the first call.
-func (h *Health) verdict() *verdict {
+func (h *Health) verdict(st device.Stats) *verdict {
 	if v := h.failed.Load(); v != nil {
 		return v
 	}
-	err := h.rt.Err()
+	err := st.Err
 	class := device.ClassOf(err)
 	v := &verdict{class: class, live: class != device.NotYet, servesOnCPU: h.cpuFallback && device.FallBackToCPU(err)}
 	v.readyWhy = fmt.Sprintf("initialization failed (%s: %s): %v", class, class.Describe(), err)
@@ -303,22 +310,22 @@ func (h *Health) verdict() *verdict {
 }
 
 // runningReason says what the initialization runs now.
-func (h *Health) runningReason() string {
-	s := h.rt.BringUp().Summary
-	if what, since, ok := h.rt.Running(); ok && what != "init" {
-		s += fmt.Sprintf("; running %s for %s", what, time.Since(since).Round(time.Millisecond))
+func runningReason(st device.Stats) string {
+	s := st.BringUp.Summary
+	if st.Running != "" && st.Running != "init" {
+		s += fmt.Sprintf("; running %s for %s", st.Running, time.Since(st.RunningSince).Round(time.Millisecond))
 	}
 	return s
 }
 
 // lostReason is readiness's reason for the lost devices, remade only when
 // their number changes.
-func (h *Health) lostReason() string {
-	n := h.rt.LostCount()
+func (h *Health) lostReason(lost []device.LostDevice) string {
+	n := len(lost)
 	if l := h.lossSeen.Load(); l != nil && l.count == n {
 		return l.reason
 	}
-	l := &losses{count: n, reason: lostReason(h.rt.Lost())}
+	l := &losses{count: n, reason: lostReason(lost)}
 	h.lossSeen.Store(l)
 	return l.reason
 }

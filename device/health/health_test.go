@@ -110,7 +110,7 @@ func TestLiveNeverTouchesTheRuntimeOrBackend(t *testing.T) {
 		require.Equal(t, "ok\n", body)
 	}
 	assert.Zero(t, c.Calls().Total(), "no call into the backend")
-	assert.False(t, rt.IsInitialized(), "liveness never initializes")
+	assert.False(t, (rt.Stats().State == lazy.Ready), "liveness never initializes")
 }
 
 // TestHealthDecidesByTheFailuresClass: liveness fails only where a restart of
@@ -335,12 +335,12 @@ func TestCloseAndTheFirstProbeAgree(t *testing.T) {
 		switch {
 		case strings.Contains(reason, "a probe started it"):
 			outcomes["probe first"]++
-			assert.NotEqual(t, lazy.Uninitialized, rt.State(), "the probe said it started init")
+			assert.NotEqual(t, lazy.Uninitialized, rt.Stats().State, "the probe said it started init")
 		case strings.Contains(reason, "probes do not start it"):
 			outcomes["close first"]++
 			ok, _ := h.Readiness()
 			assert.False(t, ok)
-			assert.Equal(t, lazy.Uninitialized, rt.State(), "after Close, probes start nothing")
+			assert.Equal(t, lazy.Uninitialized, rt.Stats().State, "after Close, probes start nothing")
 		default:
 			t.Fatalf("the first probe's reason is neither: %q", reason)
 		}
@@ -381,7 +381,7 @@ func waitingRuntime(t testing.TB) *device.Runtime {
 		RetryFor: time.Minute, Command: []string{os.Args[0], "-test.run=^$"}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(device.EnvPreflight, "")
+	t.Setenv("GPUINIT_PREFLIGHT", "")
 	t.Setenv(sim.EnvFail, string(sim.NotReady))
 	return rt
 }
@@ -395,8 +395,8 @@ func TestPreflightChildrenNeverFailLiveness(t *testing.T) {
 	h := health.New(rt, health.WithInitDeadline(10*time.Millisecond))
 	defer h.Close()
 	probe(t, h.Ready()) // starts init
-	require.Eventually(t, func() bool { return rt.BringUp().Attempts >= 3 }, 20*time.Second, 5*time.Millisecond)
-	started, _ := rt.InitTimes()
+	require.Eventually(t, func() bool { return rt.Stats().BringUp.Attempts >= 3 }, 20*time.Second, 5*time.Millisecond)
+	started := rt.Stats().Started
 	require.Greater(t, time.Since(started), 10*time.Millisecond, "past the init deadline")
 	code, body := probe(t, h.Live())
 	assert.Equal(t, http.StatusOK, code, body)
@@ -419,7 +419,7 @@ func TestProbesAllocateNothingWhileAPreflightRunsOrWaits(t *testing.T) {
 	h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer h.Close()
 	probe(t, h.Ready())
-	require.Eventually(t, func() bool { return rt.BringUp().Attempts >= 1 }, 20*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rt.Stats().BringUp.Attempts >= 1 }, 20*time.Second, time.Millisecond)
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	for name, hh := range map[string]http.Handler{"live": h.Live(), "ready": h.Ready()} {

@@ -159,6 +159,8 @@ type Status struct {
 	// initialization finished, never by a probe. AgeSeconds is how long ago.
 	ReadAt     *time.Time `json:"read_at,omitempty"`
 	AgeSeconds float64    `json:"age_seconds,omitempty"`
+	// Closed reports a runtime that was shut down.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // BringUp is device.BringUp as JSON: what the initialization does now, and how

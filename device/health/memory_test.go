@@ -33,7 +33,7 @@ func (b slowMemory) Unwrap() driver.Backend { return b.Backend }
 func TestConcurrentStatusesEachGetTheSharedMemoryRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := device.New(slowMemory{sim.New()})
-		defer rt.Close()
+		defer rt.Shutdown(context.Background())
 		require.NoError(t, rt.Init(context.Background()))
 		h := health.New(rt, quiet)
 		defer h.Close()

@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -37,27 +38,25 @@ func (h *Health) Snapshot() Status {
 	// The state can move on while the rest is read; states only move
 	// forward, so reading until the state before and after agree ends
 	// within a few rounds, and each field is then taken only if its state
-	// has it.
-	// Losses only grow too: readiness and the list of losses agree when the
-	// count held still across the read.
-	state := h.observe(true)
+	// has it. Losses only grow too: readiness and the list of losses agree
+	// when the count held still across the read.
+	st := h.observe(true)
 	for range 4 {
-		lost := h.rt.LostCount()
-		s := h.snapshotAt(state)
-		if h.rt.State() == state && h.rt.LostCount() == lost {
+		s := h.snapshotAt(st)
+		now := h.rt.Stats()
+		if now.State == st.State && len(now.Lost) == len(st.Lost) {
 			return s
 		}
-		state = h.observe(true)
+		st = h.observe(true)
 	}
-	return h.snapshotAt(state)
+	return h.snapshotAt(st)
 }
 
-// snapshotAt reads the status as of state, leaving out what a later state
-// has written since.
-func (h *Health) snapshotAt(state lazy.State) Status {
-	ready, readyReason := h.readiness(state)
-	live, liveReason := h.liveness(state)
-	s := Status{Schema: StatusSchema, State: state.String(), Ready: ready, Live: live,
+// snapshotAt reads the status as of st.
+func (h *Health) snapshotAt(st device.Stats) Status {
+	ready, readyReason := h.readiness(st)
+	live, liveReason := h.liveness(st)
+	s := Status{Schema: StatusSchema, State: st.State.String(), Ready: ready, Live: live,
 		Backend: h.rt.Name(), Devices: []Device{}}
 	switch {
 	case !live:
@@ -65,53 +64,57 @@ func (h *Health) snapshotAt(state lazy.State) Status {
 	case !ready:
 		s.Reason = readyReason
 	}
-	started, finished := h.rt.InitTimes()
-	if !started.IsZero() && state != lazy.Uninitialized {
+	if !st.Started.IsZero() && st.State != lazy.Uninitialized {
+		started := st.Started
 		s.Init.Started = &started
 	}
-	finishedState := state == lazy.Ready || state == lazy.Failed
+	finishedState := st.State == lazy.Ready || st.State == lazy.Failed
 	if snap := h.snap.Load(); snap != nil && finishedState {
 		s.DriverVersion, s.RuntimeVersion, s.Visibility = snap.driverVersion, snap.runtimeVersion, snap.visibility
 		at := snap.at
 		s.ReadAt, s.AgeSeconds = &at, time.Since(at).Seconds()
 	}
-	if !finished.IsZero() && finishedState {
+	if !st.Finished.IsZero() && finishedState {
+		finished := st.Finished
 		s.Init.Finished = &finished
-		s.Init.DurationMillis = float64(finished.Sub(started).Microseconds()) / 1000
+		s.Init.DurationMillis = float64(st.Finished.Sub(st.Started).Microseconds()) / 1000
 	}
-	switch state {
+	switch st.State {
 	case lazy.Initializing:
-		if what, since, ok := h.rt.Running(); ok {
-			s.Init.Running, s.Init.RunningSeconds = what, time.Since(since).Seconds()
+		if st.Running != "" {
+			s.Init.Running, s.Init.RunningSeconds = st.Running, time.Since(st.RunningSince).Seconds()
 		}
 	case lazy.Ready:
-		h.addDevices(&s)
+		h.addDevices(&s, st)
 	case lazy.Failed:
-		err := h.rt.Err()
-		s.Failure = ErrorOf(err)
-		s.Class = device.ClassOf(err).String()
-		s.Degraded = h.verdict().servesOnCPU
+		s.Failure = ErrorOf(st.Err)
+		s.Class = device.ClassOf(st.Err).String()
+		s.Degraded = h.verdict(st).servesOnCPU
 		if s.Degraded && ready {
 			s.Reason = readyReason
 		}
 	}
-	if b := h.rt.BringUp(); b.Phase != device.PhaseNone && state != lazy.Uninitialized {
+	if b := st.BringUp; (b.Attempts > 0 || b.Phase != "") && st.State != lazy.Uninitialized {
 		s.BringUp = BringUpOf(b)
+		if st.State == lazy.Failed {
+			// The failure says it once, above: the last attempt's is the same.
+			s.BringUp.LastError = nil
+		}
 	}
+	s.Closed = st.Closed
 	return s
 }
 
 // addDevices adds a Ready runtime's devices, with their health, losses and
 // reported errors, as they are now.
-func (h *Health) addDevices(s *Status) {
+func (h *Health) addDevices(s *Status, st device.Stats) {
 	if snap := h.snap.Load(); snap != nil && snap.devices != nil {
 		s.Devices = slices.Clone(snap.devices)
 	}
-	health := h.rt.Health()
 	for i := range s.Devices {
 		o := s.Devices[i].Ordinal
-		if o >= 0 && o < len(health) {
-			s.Devices[i].Health = DeviceHealthOf(health[o])
+		if o >= 0 && o < len(st.Health) {
+			s.Devices[i].Health = DeviceHealthOf(st.Health[o])
 		}
 		if h.rt.CheckDevice(o) == nil {
 			if m, ok := h.freeMemory(o); ok {
@@ -120,24 +123,26 @@ func (h *Health) addDevices(s *Status) {
 		}
 	}
 	h.addCanaries(s)
-	for _, l := range h.rt.Lost() {
+	for _, l := range st.Lost {
 		s.Lost = append(s.Lost, Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: ErrorOf(l), At: l.At})
 	}
-	if counts := h.rt.ErrorCounts(); len(counts) > 0 {
-		s.ErrorsReported = counts
+	if len(st.ErrorCounts) > 0 {
+		s.ErrorsReported = maps.Clone(st.ErrorCounts)
 	}
-	failed, more := h.rt.FailedCalls()
-	for _, d := range failed {
+	for _, d := range st.FailedCalls {
 		e := ErrorOf(d)
 		e.Class = "" // the call's own failure: no initialization failed
 		s.FailedCalls = append(s.FailedCalls, e)
 	}
-	s.MoreFailedCalls = more
+	s.MoreFailedCalls = st.MoreFailedCalls
 }
 
 // BringUpOf is b as JSON, in the layout gpuprobe's report shares.
 func BringUpOf(b device.BringUp) *BringUp {
 	out := &BringUp{Phase: string(b.Phase), Backend: b.Backend, Preflight: b.Preflight, Attempts: b.Attempts}
+	if out.Phase == "" {
+		out.Phase = "done" // nothing runs: the initialization is over
+	}
 	if !b.Since.IsZero() {
 		since := b.Since
 		out.Since = &since

@@ -51,13 +51,13 @@ func setRAS(t *testing.T, busID string, ue, ce int) {
 func rasRuntime(t *testing.T, setup func(busIDs []string)) (*device.Runtime, []string) {
 	t.Helper()
 	r := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	t.Cleanup(func() { assert.NoError(t, r.Shutdown(context.Background())) })
 	// The bus ids are read before Init, by a Runtime of its own, so the
 	// counters exist when the watch starts.
 	first := device.New(process)
 	infos, err := first.Devices(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, first.Close())
+	require.NoError(t, first.Shutdown(context.Background()))
 	require.Len(t, infos, 2)
 	busIDs := []string{infos[0].PCIBusID, infos[1].PCIBusID}
 	setup(busIDs)
@@ -69,25 +69,25 @@ func TestChildRASRise(t *testing.T) {
 	child(t)
 	r, bus := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 3); setRAS(t, bus[1], 1, 0) })
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && h[0].Counters != nil && h[1].Counters != nil
 	}, 10*time.Second, time.Millisecond, "both devices' counters are read")
-	assert.Empty(t, r.Lost(), "errors counted before the watch began are its baseline")
-	assert.Equal(t, uint64(1), *r.Health()[1].Counters.ECCUncorrected)
+	assert.Empty(t, r.Stats().Lost, "errors counted before the watch began are its baseline")
+	assert.Equal(t, uint64(1), *r.Stats().Health[1].Counters.ECCUncorrected)
 
 	setRAS(t, bus[0], 0, 5)
 	start := time.Now()
 	setRAS(t, bus[1], 3, 0)
 	require.Eventually(t, func() bool { return r.CheckDevice(1) != nil }, 10*time.Second, 100*time.Microsecond)
 	t.Logf("from the rise to the loss: %v (period 5ms)", time.Since(start))
-	lost := r.Lost()
+	lost := r.Stats().Lost
 	require.Len(t, lost, 1)
 	assert.Equal(t, 1, lost[0].Ordinal)
 	assert.Equal(t, device.LossRAS, lost[0].Source)
 	assert.Contains(t, lost[0].Err.Message, "2 uncorrectable error(s) in umc")
 	assert.ErrorIs(t, r.CheckDevice(1), device.ErrDeviceLost)
 
-	require.Eventually(t, func() bool { return r.Health()[0].Counted["ras correctable"] == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return r.Stats().Health[0].Counted["ras correctable"] == 2 }, 10*time.Second, time.Millisecond)
 	assert.NoError(t, r.CheckDevice(0), "correctable errors leave the device in service")
 }
 
@@ -95,37 +95,37 @@ func TestChildRASMissingOnOne(t *testing.T) {
 	child(t)
 	r, _ := rasRuntime(t, func(bus []string) { setRAS(t, bus[1], 0, 0) })
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && h[1].Watched && strings.Contains(h[0].Why, "no RAS counters")
 	}, 10*time.Second, time.Millisecond)
-	h := r.Health()[0]
+	h := r.Stats().Health[0]
 	assert.False(t, h.Watched)
 	assert.Contains(t, h.Why, "unknown")
-	assert.Empty(t, r.Lost())
+	assert.Empty(t, r.Stats().Lost)
 }
 
 func TestChildRASUnreadable(t *testing.T) {
 	child(t)
 	r, bus := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 0); setRAS(t, bus[1], 0, 0) })
-	require.Eventually(t, func() bool { h := r.Health(); return len(h) == 2 && h[0].Counters != nil }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { h := r.Stats().Health; return len(h) == 2 && h[0].Counters != nil }, 10*time.Second, time.Millisecond)
 	file := filepath.Join(os.Getenv(hostfs.EnvSysfsRoot), "bus/pci/devices", bus[0], "ras/umc_err_count")
 	require.NoError(t, os.WriteFile(file, []byte("busy\n"), 0o644))
-	require.Eventually(t, func() bool { return strings.Contains(r.Health()[0].WatchError, "umc_err_count") }, 10*time.Second, time.Millisecond)
-	assert.Empty(t, r.Lost())
+	require.Eventually(t, func() bool { return strings.Contains(r.Stats().Health[0].WatchError, "umc_err_count") }, 10*time.Second, time.Millisecond)
+	assert.Empty(t, r.Stats().Lost)
 	setRAS(t, bus[0], 0, 0)
-	require.Eventually(t, func() bool { return r.Health()[0].WatchError == "" }, 10*time.Second, time.Millisecond, "read again")
-	assert.Positive(t, r.Health()[0].WatchErrors)
-	assert.Empty(t, r.Lost())
+	require.Eventually(t, func() bool { return r.Stats().Health[0].WatchError == "" }, 10*time.Second, time.Millisecond, "read again")
+	assert.Positive(t, r.Stats().Health[0].WatchErrors)
+	assert.Empty(t, r.Stats().Lost)
 }
 
 func TestChildRASBadPeriod(t *testing.T) {
 	child(t)
 	r, _ := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 0) })
 	require.Eventually(t, func() bool {
-		h := r.Health()
+		h := r.Stats().Health
 		return len(h) == 2 && strings.Contains(h[0].Why, EnvRASPeriod+`="often"`)
 	}, 10*time.Second, time.Millisecond)
-	assert.False(t, r.Health()[0].Watched)
+	assert.False(t, r.Stats().Health[0].Watched)
 }
 
 func TestCanary(t *testing.T) {
@@ -143,7 +143,7 @@ func TestCanary(t *testing.T) {
 func TestChildCanary(t *testing.T) {
 	child(t)
 	r := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, r.Close()) })
+	t.Cleanup(func() { assert.NoError(t, r.Shutdown(context.Background())) })
 	err := r.Canary(context.Background(), 0)
 	if os.Getenv("WANT") != "mismatch" {
 		require.NoError(t, err)
@@ -155,5 +155,5 @@ func TestChildCanary(t *testing.T) {
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, "canary", de.Op)
 	assert.Empty(t, de.Name, "Name is for a code's name, and a mismatch has no code")
-	assert.Equal(t, device.LossCanary, r.Lost()[0].Source)
+	assert.Equal(t, device.LossCanary, r.Stats().Lost[0].Source)
 }

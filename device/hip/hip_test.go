@@ -198,11 +198,13 @@ func TestChildMemory(t *testing.T) {
 	child(t)
 	r := device.New(process)
 	ctx := context.Background()
-	free, total, err := r.MemoryInfo(ctx, 0)
+	m, err := r.Memory(ctx, 0)
+	free, total := m.Free, m.Total
 	require.NoError(t, err)
 	assert.Equal(t, uint64(68702699520), total)
 	assert.Equal(t, uint64(68702699520-4294967296), free)
-	free, _, err = r.MemoryInfo(ctx, 1)
+	m, err = r.Memory(ctx, 1)
+	free = m.Free
 	require.NoError(t, err)
 	assert.Equal(t, uint64(51522830336), free)
 }

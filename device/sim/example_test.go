@@ -15,7 +15,7 @@ import (
 // does.
 func ExampleNew() {
 	rt := device.New(sim.New(sim.WithDevices(3)))
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	devices, err := rt.Devices(context.Background())
 	if err != nil {
 		fmt.Println(err)
@@ -43,7 +43,7 @@ func ExampleWithFailure() {
 		var de *device.DriverError
 		if errors.As(err, &de) {
 			fmt.Printf("%s: %s (%d), class %s, no usable GPU: %t\n",
-				f, de.Name, de.Code, device.ClassOf(err), device.NoUsableGPU(err))
+				f, de.Name, de.Code, device.ClassOf(err), (device.ClassOf(err) != device.NoClass))
 		}
 	}
 	// Output:
@@ -69,7 +69,7 @@ func ExampleWithInitDelay() {
 func ExampleBackend_LoseDevice() {
 	b := sim.New()
 	rt := device.New(b)
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	ctx := context.Background()
 	if err := rt.Init(ctx); err != nil {
 		fmt.Println(err)
@@ -83,7 +83,7 @@ func ExampleBackend_LoseDevice() {
 		fmt.Printf("%s: %s (%d)\n", de.Op, de.Name, de.Code)
 	}
 	fmt.Println("lost:", errors.Is(rt.ReportError(1, err), device.ErrDeviceLost))
-	fmt.Printf("device 0: %v; lost: %d\n", rt.CheckDevice(0), rt.LostCount())
+	fmt.Printf("device 0: %v; lost: %d\n", rt.CheckDevice(0), len(rt.Stats().Lost))
 	// Output:
 	// cuCtxSetCurrent: CUDA_ERROR_LAUNCH_FAILED (719)
 	// lost: true
@@ -96,7 +96,7 @@ func ExampleBackend_LoseDevice() {
 func ExampleBackend_InjectXid() {
 	b := sim.New()
 	rt := device.New(b)
-	defer rt.Close()
+	defer rt.Shutdown(context.Background())
 	if err := rt.Init(context.Background()); err != nil {
 		fmt.Println(err)
 		return
@@ -104,7 +104,7 @@ func ExampleBackend_InjectXid() {
 	// The watch starts right after init, and applies each event on its own
 	// goroutine: an Xid raised before it watches is not seen, as on a real GPU.
 	waitFor := func(cond func(d device.DeviceHealth) bool) {
-		for h := rt.Health(); len(h) < 2 || !cond(h[1]); h = rt.Health() {
+		for h := rt.Stats().Health; len(h) < 2 || !cond(h[1]); h = rt.Stats().Health {
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -113,8 +113,8 @@ func ExampleBackend_InjectXid() {
 	b.InjectXid(1, 13)
 	b.InjectXid(1, 79)
 	waitFor(func(d device.DeviceHealth) bool { return d.Counted["xid 79"] == 1 })
-	fmt.Println(rt.Health()[1].Counted)
-	for _, l := range rt.Lost() {
+	fmt.Println(rt.Stats().Health[1].Counted)
+	for _, l := range rt.Stats().Lost {
 		fmt.Println(l.Ordinal, l.Source, l.Err.Name)
 	}
 	// Output:

@@ -129,7 +129,7 @@ func runColdStart(t *testing.T) coldStart {
 	rt := device.New(counting)
 	srv, err := newServer(rt, 42, quietLogger())
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	// Time the readiness handler itself, server side, as well as each answer
 	// at the client.
 	var handlerMu sync.Mutex
@@ -216,7 +216,7 @@ func runColdStart(t *testing.T) coldStart {
 	}
 	close(release)
 	wg.Wait()
-	_, initDone := rt.InitTimes()
+	initDone := rt.Stats().Finished
 	require.False(t, initDone.IsZero())
 
 	assert.Equal(t, int64(1), counting.Calls().Init, "exactly one backend Init")

@@ -62,7 +62,7 @@ func run(args []string) error {
 	restartOnLoss := fs.Bool("restart-on-device-loss", false, "fail liveness once a device is lost, so that the orchestrator restarts the server")
 	canary := fs.Duration("canary", 0, "how often readiness proves each device still works with a 4-byte round trip; 0 never")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
-	preflight := fs.Duration("preflight", device.DefaultPreflightDeadline, "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
+	preflight := fs.Duration("preflight", (30 * time.Second), "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,7 +92,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { // on an early return; the signal's path shuts down below, within the grace
+		ctx, cancel := context.WithTimeout(context.Background(), *grace)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -113,14 +117,18 @@ func run(args []string) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	// The runtime's watches stop while the requests drain, since the
-	// driver's health watch may be in a wait of up to a second; Close waits
-	// for no driver call in flight.
-	watchesStopped := make(chan error, 1)
-	go func() { watchesStopped <- rt.Close() }()
-	defer func() { <-watchesStopped }()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
+	// The runtime shuts down while the requests drain, since the driver's
+	// health watch may be in a wait of up to a second; neither waits past
+	// the grace for a driver call that hangs.
+	runtimeDown := make(chan error, 1)
+	go func() { runtimeDown <- srv.Shutdown(shutdownCtx) }()
+	defer func() {
+		if err := <-runtimeDown; err != nil {
+			logger.Warn("the GPU runtime's shutdown", "err", err)
+		}
+	}()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
 		_ = httpSrv.Close()

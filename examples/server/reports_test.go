@@ -25,7 +25,7 @@ func TestAFailedInitIsNotCountedUnderAClientsOrdinal(t *testing.T) {
 			rt := device.New(sim.New(sim.WithFailure(f)))
 			srv, err := newServer(rt, 42, quietLogger())
 			require.NoError(t, err)
-			defer srv.Close()
+			defer shutDown(srv)
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()
 			get := func(path string) (int, []byte) {
@@ -53,8 +53,8 @@ func TestAFailedInitIsNotCountedUnderAClientsOrdinal(t *testing.T) {
 			} else {
 				require.Error(t, rt.Init(t.Context()), "the init failed")
 			}
-			assert.Empty(t, rt.ErrorCounts())
-			assert.Empty(t, rt.Lost())
+			assert.Empty(t, rt.Stats().ErrorCounts)
+			assert.Empty(t, rt.Stats().Lost)
 			code, body := get(health.StatusPath)
 			require.Equal(t, http.StatusOK, code)
 			var raw map[string]any

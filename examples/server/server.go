@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/gpuinit/gpuinit/rng"
 )
 
@@ -53,11 +54,10 @@ func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...hea
 	return s, nil
 }
 
-// Close releases health's background initialization, the generators and
-// the runtime's watches. None of them waits for a driver call that hangs.
-func (s *server) Close() error {
-	return errors.Join(s.health.Close(), s.gens.Close(), s.rt.Close())
-}
+// Shutdown shuts the runtime down, and with it health's background
+// initialization and the generators, which registered with it: one call,
+// bounded by ctx. Nothing waits past ctx for a driver call that hangs.
+func (s *server) Shutdown(ctx context.Context) error { return s.rt.Shutdown(ctx) }
 
 // Handler serves the health paths and /v1/draw.
 func (s *server) Handler() http.Handler {
@@ -103,7 +103,7 @@ func (s *server) draw(w http.ResponseWriter, r *http.Request) {
 		// have. health logs a new loss, once, when it next observes the
 		// runtime: have it observe now rather than at the next probe.
 		var de *device.DriverError
-		if errors.As(err, &de) && s.rt.IsInitialized() {
+		if errors.As(err, &de) && (s.rt.Stats().State == lazy.Ready) {
 			if errors.Is(s.rt.ReportError(ordinal, de), device.ErrDeviceLost) {
 				s.health.Liveness()
 			}
@@ -133,7 +133,7 @@ func drawParams(r *http.Request) (ordinal, n int, err error) {
 func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
 	// Wait for the GPU before taking the lock, so that a draw waits for a
 	// slow init no longer than its own request, not behind another's.
-	if !s.rt.IsInitialized() {
+	if !(s.rt.Stats().State == lazy.Ready) {
 		s.log.Debug("draw waits for the GPU's initialization", "device", ordinal)
 	}
 	err := s.rt.Init(ctx)

@@ -32,7 +32,7 @@ func TestLiveNeverInitializes(t *testing.T) {
 	counting := &devicetest.Counting{Backend: sim.New()}
 	srv, err := newServer(device.New(counting), 42, quietLogger())
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for range 50 {
@@ -49,7 +49,7 @@ func TestALostDeviceTurnsReadinessOffAndStatusNamesIt(t *testing.T) {
 	rt := device.New(s)
 	srv, err := newServer(rt, 42, quietLogger())
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	get := func(path string) (int, string) {
@@ -81,7 +81,7 @@ func TestDrawOnTheCPUWithoutDeviceGenerators(t *testing.T) {
 	rt := device.New(noGenerators{sim.New()})
 	srv, err := newServer(rt, 7, quietLogger())
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for _, wantOffset := range []uint64{0, 8} {
@@ -113,7 +113,7 @@ func TestADrawWaitsForInitNoLongerThanItsRequest(t *testing.T) {
 	const initDelay = 2 * time.Second
 	srv, err := newServer(device.New(sim.New(sim.WithInitDelay(initDelay))), 42, quietLogger())
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	handler := srv.Handler()
 	draw := func(ctx context.Context) int {
 		w := httptest.NewRecorder()
@@ -124,7 +124,7 @@ func TestADrawWaitsForInitNoLongerThanItsRequest(t *testing.T) {
 	waiting := &waitSignal{Context: context.Background(), waiting: make(chan struct{})}
 	go func() { first <- draw(waiting) }()
 	<-waiting.waiting // the first draw waits for init
-	require.Equal(t, lazy.Initializing, srv.rt.State())
+	require.Equal(t, lazy.Initializing, srv.rt.Stats().State)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -155,7 +155,7 @@ func TestALostDeviceIsLoggedOnceWithoutAProbe(t *testing.T) {
 	var logs bytes.Buffer // the draws run on this goroutine, and nothing else logs
 	srv, err := newServer(rt, 42, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
-	defer srv.Close()
+	defer shutDown(srv)
 	require.NoError(t, rt.Init(context.Background()))
 	s.LoseDevice(0, 700)
 	handler := srv.Handler()
@@ -165,4 +165,12 @@ func TestALostDeviceIsLoggedOnceWithoutAProbe(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, w.Code)
 	}
 	assert.Equal(t, 1, strings.Count(logs.String(), "device lost"), "logged once:\n%s", logs.String())
+}
+
+// shutDown shuts srv's runtime down for a test's end, waiting a few seconds
+// at most: a test that hung a driver call on purpose leaves it to the end.
+func shutDown(srv *server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }

@@ -41,6 +41,7 @@ type Watch struct {
 	active   atomic.Bool   // some call may be in flight: the monitor scans
 	wake     chan struct{} // a call found the monitor asleep; buffered, one token
 	hung     func(ordinal int, op string, took, deadline time.Duration)
+	overflow func(ordinal int) // a call found every slot taken
 
 	stop chan struct{} // closed by Close
 	done chan struct{} // closed when the monitor has returned
@@ -49,10 +50,11 @@ type Watch struct {
 
 // New watches n devices' calls under deadline (0 or less: off until
 // SetDeadline) and starts the monitor. hung is called from the monitor's
-// goroutine for each call past the deadline, once per call; it must not
-// block. Close stops the monitor.
-func New(n int, deadline time.Duration, hung func(ordinal int, op string, took, deadline time.Duration)) *Watch {
-	w := &Watch{devices: make([]device, n), wake: make(chan struct{}, 1), hung: hung,
+// goroutine for each call past the deadline, once per call; overflow, if not
+// nil, from a call's own goroutine when it found every slot of its device
+// taken and runs unwatched. Neither may block. Close stops the monitor.
+func New(n int, deadline time.Duration, hung func(ordinal int, op string, took, deadline time.Duration), overflow func(ordinal int)) *Watch {
+	w := &Watch{devices: make([]device, n), wake: make(chan struct{}, 1), hung: hung, overflow: overflow,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.SetDeadline(deadline)
 	go w.monitor()
@@ -103,6 +105,9 @@ func (w *Watch) Begin(ordinal int, op *string) *Slot {
 		}
 	}
 	d.unwatched.Add(1)
+	if w.overflow != nil {
+		w.overflow(ordinal)
+	}
 	return nil
 }
 

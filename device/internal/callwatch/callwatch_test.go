@@ -38,7 +38,7 @@ var opDraw = "Generate"
 func TestACallPastTheDeadlineIsReportedOnceAndOthersNot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec recorder
-		w := New(2, 100*time.Millisecond, rec.hung)
+		w := New(2, 100*time.Millisecond, rec.hung, nil)
 		defer w.Close()
 		quick := w.Begin(1, &opDraw)
 		time.Sleep(50 * time.Millisecond)
@@ -54,7 +54,8 @@ func TestACallPastTheDeadlineIsReportedOnceAndOthersNot(t *testing.T) {
 
 func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := New(1, time.Minute, func(int, string, time.Duration, time.Duration) {})
+		var overflows []int
+		w := New(1, time.Minute, func(int, string, time.Duration, time.Duration) {}, func(o int) { overflows = append(overflows, o) })
 		defer w.Close()
 		var held []*Slot
 		for range Slots {
@@ -64,6 +65,7 @@ func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
 		}
 		assert.Nil(t, w.Begin(0, &opDraw), "every slot taken")
 		assert.Equal(t, int64(1), w.Unwatched(0))
+		assert.Equal(t, []int{0}, overflows, "the overflow is said")
 		for _, s := range held {
 			w.End(s)
 		}
@@ -74,7 +76,7 @@ func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
 func TestADeadlineSetLaterWakesTheMonitorForACallInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec recorder
-		w := New(1, 0, rec.hung)
+		w := New(1, 0, rec.hung, nil)
 		defer w.Close()
 		s := w.Begin(0, &opDraw)
 		time.Sleep(time.Hour)

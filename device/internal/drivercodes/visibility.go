@@ -15,7 +15,7 @@ import (
 // The variables that can hide every GPU from a process, per vendor. Those
 // that only order or retarget devices (CUDA_DEVICE_ORDER,
 // HSA_OVERRIDE_GFX_VERSION) hide none, so they are not here;
-// device.VisibilityVariables reports them all.
+// the Runtime's Stats().Visibility reports them all.
 var (
 	CUDAHiding = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}
 	HIPHiding  = []string{"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES"}

@@ -41,11 +41,10 @@ type Watch struct {
 	n       int
 	changed func()
 
-	mu        sync.Mutex // protects following fields
-	devices   []Device
-	cancel    context.CancelFunc
-	done      chan struct{} // closed when the backend's watch has returned
-	abandoned bool          // Stop gave up waiting for done: the goroutine is stuck in the driver
+	mu      sync.Mutex // protects following fields
+	devices []Device
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the backend's watch has returned
 
 	published atomic.Pointer[[]Device] // a copy, for Devices
 
@@ -54,6 +53,8 @@ type Watch struct {
 	// the check lands after Stop has begun waiting.
 	events  sync.RWMutex
 	stopped bool // guarded by events
+
+	abandoned atomic.Bool // Stop gave up waiting for done: the goroutine is stuck in the driver
 
 	lossMu sync.Mutex // serializes writers of losses and counts
 	losses atomic.Pointer[[]Loss]
@@ -119,10 +120,10 @@ func (w *Watch) Start(b driver.Backend) {
 // calls return at once.
 func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 	w.mu.Lock()
-	cancel, done, abandoned := w.cancel, w.done, w.abandoned
+	cancel, done := w.cancel, w.done
 	w.mu.Unlock()
-	if cancel == nil || abandoned {
-		return abandoned
+	if cancel == nil || w.abandoned.Load() {
+		return w.abandoned.Load()
 	}
 	cancel()
 	// An event being applied finishes (Go code, no driver call); none
@@ -142,7 +143,7 @@ func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 		return false
 	default:
 	}
-	w.abandoned = true
+	w.abandoned.Store(true)
 	why := "unknown: the health watch was stopped, but its driver call had not returned when the shutdown's time ran out, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
 	for i := range w.devices {
 		w.devices[i].Watched, w.devices[i].Why = false, why
@@ -153,12 +154,8 @@ func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 	return true
 }
 
-// Abandoned reports whether Stop abandoned the watch.
-func (w *Watch) Abandoned() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.abandoned
-}
+// Abandoned reports whether Stop abandoned the watch, without a lock.
+func (w *Watch) Abandoned() bool { return w.abandoned.Load() }
 
 // Devices is each device's health: shared, never modified.
 func (w *Watch) Devices() []Device { return *w.published.Load() }

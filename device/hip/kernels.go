@@ -1,8 +1,9 @@
-package device
+package hip
 
 import (
 	"fmt"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 )
 
@@ -14,10 +15,10 @@ import (
 // every target the directory's files name. An info that is no AMD device,
 // or a directory that cannot be read, is an error naming it. Unlike ollama's
 // check it finds the per-target subdirectories of multi-target builds.
-func KernelsCover(dir string, info Info) (covered bool, found []string, err error) {
+func KernelsCover(dir string, info driver.Info) (covered bool, found []string, err error) {
 	target, err := kfd.ParseTarget(info.Arch)
 	if err != nil {
-		return false, nil, fmt.Errorf("device: KernelsCover: device %d (%s) has no gfx target: %w", info.Ordinal, info.Arch, err)
+		return false, nil, fmt.Errorf("hip: KernelsCover: device %d (%s) has no gfx target: %w", info.Ordinal, info.Arch, err)
 	}
 	return kfd.KernelsCover(dir, target)
 }

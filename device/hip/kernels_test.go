@@ -1,4 +1,4 @@
-package device_test
+package hip_test
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/hip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,11 +20,11 @@ func TestKernelsCoverTheDevicesEffectiveTarget(t *testing.T) {
 		arch    string
 		covered bool
 	}{{"gfx90a", true}, {"gfx1100", true}, {"gfx1030", false}, {"gfx942", false}} {
-		covered, found, err := device.KernelsCover(dir, device.Info{Arch: tc.arch})
+		covered, found, err := hip.KernelsCover(dir, device.Info{Arch: tc.arch})
 		require.NoError(t, err, tc.arch)
 		assert.Equal(t, tc.covered, covered, tc.arch)
 		assert.Equal(t, []string{"gfx1100", "gfx90a"}, found)
 	}
-	_, _, err := device.KernelsCover(dir, device.Info{Ordinal: 1, Arch: "sm_90"})
+	_, _, err := hip.KernelsCover(dir, device.Info{Ordinal: 1, Arch: "sm_90"})
 	assert.ErrorContains(t, err, "device 1 (sm_90) has no gfx target")
 }

@@ -1,0 +1,81 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
+
+// DeviceCount initializes on first use and reports the number of devices.
+// A nil ctx panics, naming DeviceCount.
+func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
+	nilContext(ctx, "DeviceCount")
+	if err := r.Init(ctx); err != nil {
+		return 0, err
+	}
+	return len(*r.devices.Load()), nil
+}
+
+// Device initializes on first use and describes one device. An ordinal out of
+// range gets an error wrapping ErrInvalidDevice with the valid range.
+// A nil ctx panics, naming Device.
+func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
+	nilContext(ctx, "Device")
+	if err := r.Init(ctx); err != nil {
+		return Info{}, err
+	}
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return Info{}, err
+	}
+	return (*r.devices.Load())[ordinal], nil
+}
+
+// Devices initializes on first use and describes every device; the slice is
+// the caller's.
+// A nil ctx panics, naming Devices.
+func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
+	nilContext(ctx, "Devices")
+	if err := r.Init(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(*r.devices.Load()), nil
+}
+
+// CheckDevice returns nil if ordinal names a device in service. It never
+// initializes and never touches the backend. Otherwise it returns an error
+// wrapping ErrInvalidDevice for an ordinal the Runtime has not (one that
+// also wraps driver.ErrNotInitialized while the devices are not known yet:
+// until the driver's init has succeeded), the device's LostDevice (which
+// wraps ErrDeviceLost) for one that is lost, or ErrClosed after Shutdown.
+func (r *Runtime) CheckDevice(ordinal int) error {
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return err
+	}
+	if lost, ok := r.findLost(ordinal); ok {
+		return lost
+	}
+	if r.stop.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// checkOrdinal returns nil if ordinal names a device, else an error
+// wrapping ErrInvalidDevice that gives the valid range, and
+// driver.ErrNotInitialized while the devices are not known.
+func (r *Runtime) checkOrdinal(ordinal int) error {
+	devices := r.devices.Load()
+	switch {
+	case ordinal < 0:
+		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
+	case devices == nil:
+		return fmt.Errorf("%w: %d: %w: the %s runtime has not initialized, so its devices are not known yet",
+			ErrInvalidDevice, ordinal, driver.ErrNotInitialized, r.Name())
+	case ordinal >= len(*devices):
+		n := len(*devices)
+		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)
+	}
+	return nil
+}
