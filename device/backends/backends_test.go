@@ -33,6 +33,8 @@ func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A fresh Runtime for the next run (-count): Open after Shutdown makes one.
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
 	if err := rt.UsePreflight(device.Preflight{}); err != nil {
 		t.Fatal(err)
 	}
