@@ -157,6 +157,10 @@ func (c *classified) Error() string {
 
 func (c *classified) Unwrap() error { return c.err }
 
+// Evidence is what the host showed that decided the class, or "": the
+// health status reads it through errors.As with an interface.
+func (c *classified) Evidence() string { return c.evidence }
+
 // ClassOf returns the class of an initialization failure: what a Runtime's
 // Init (or Err) returned, a *NoBackendError, or a backend's own Init error.
 // A Runtime decides the class when the failure happens, since whether the

@@ -71,8 +71,8 @@ func (r *Runtime) checkOrdinal(ordinal int) error {
 	case ordinal < 0:
 		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
 	case devices == nil:
-		return fmt.Errorf("%w: %d: %w: the %s runtime has not initialized, so its devices are not known yet",
-			ErrInvalidDevice, ordinal, driver.ErrNotInitialized, r.Name())
+		return &causes{msg: fmt.Sprintf("device: invalid device ordinal %d: the %s runtime has not initialized, so its devices are not known yet", ordinal, r.Name()),
+			errs: []error{ErrInvalidDevice, driver.ErrNotInitialized}}
 	case ordinal >= len(*devices):
 		n := len(*devices)
 		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)

@@ -62,13 +62,25 @@ type BackendFailure struct {
 	DriverVersion int
 }
 
-// Error lists each backend with its reason.
+// Error is the lead backend's reason, naming the others auto tried: each
+// one's own reason is in Tried (and Stats' PassedOver), not concatenated
+// here, so that the message is one a person reads once.
 func (e *NoBackendError) Error() string {
-	parts := make([]string, len(e.Tried))
-	for k, f := range e.Tried {
-		parts[k] = f.Backend + ": " + f.Err.Error()
+	if len(e.Tried) == 0 {
+		return "device: no GPU backend is in this binary"
 	}
-	return "device: no usable GPU backend (auto tried " + strings.Join(parts, "; then ") + ")"
+	lead := e.Lead()
+	var others []string
+	for _, f := range e.Tried {
+		if f.Backend != lead.Backend {
+			others = append(others, f.Backend)
+		}
+	}
+	s := lead.Err.Error()
+	if len(others) > 0 {
+		s += " (auto tried " + strings.Join(others, " and ") + " too: none is usable)"
+	}
+	return s
 }
 
 // Summary is the one sentinel e matches: the kind of its Lead's failure, so
@@ -150,3 +162,14 @@ type asOnly struct{ err error }
 
 func (a asOnly) Error() string      { return a.err.Error() }
 func (a asOnly) As(target any) bool { return errors.As(a.err, target) }
+
+// causes is an error whose message is its own, one prefix and no more, and
+// which wraps errs for errors.Is and errors.As without saying their
+// messages again.
+type causes struct {
+	msg  string
+	errs []error
+}
+
+func (c *causes) Error() string   { return c.msg }
+func (c *causes) Unwrap() []error { return c.errs }

@@ -27,7 +27,30 @@ func (r *Runtime) Init(ctx context.Context) error {
 	if r.stop.closed.Load() {
 		return ErrClosed
 	}
-	return r.init.Init(ctx)
+	return r.said(r.init.Init(ctx))
+}
+
+// initFailure is the initialization's memoized failure as a Runtime says
+// it: lazy's *InitError (errors.As still finds it, with the queued calls
+// that never ran), without lazy's own prefix, so that the message has one:
+// the backend's.
+type initFailure struct{ ie *lazy.InitError }
+
+func (f *initFailure) Error() string { return f.ie.Err.Error() }
+func (f *initFailure) Unwrap() error { return f.ie }
+
+// said is err as the Runtime says it: the memoized initialization failure
+// in its one form, made once; anything else as it is.
+func (r *Runtime) said(err error) error {
+	ie, ok := err.(*lazy.InitError)
+	if !ok {
+		return err
+	}
+	if f := r.saidFailure.Load(); f != nil && f.ie == ie {
+		return f
+	}
+	r.saidFailure.CompareAndSwap(nil, &initFailure{ie})
+	return r.saidFailure.Load()
 }
 
 // Start starts the initialization in the background, if nothing has, and

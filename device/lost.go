@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -83,7 +84,8 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 		if err == nil {
 			return cerr
 		}
-		return fmt.Errorf("device: report not recorded: %w (the error reported: %w)", cerr, err)
+		return &causes{msg: fmt.Sprintf("device: report not recorded: %s (the error reported: %v)", strings.TrimPrefix(cerr.Error(), "device: "), err),
+			errs: []error{cerr, err}}
 	}
 	if lost, ok := r.findLost(ordinal); ok || err == nil {
 		if ok {

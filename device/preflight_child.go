@@ -36,7 +36,9 @@ func checkBackend(g *Registry, name string) preflight.Report {
 	}
 	reg, ok := g.lookup(name)
 	if !ok || reg.Open == nil {
-		return fail(g.notCompiled(name, reg, ok, false))
+		// The parent has the backend: this program does not, whatever the
+		// name (never "unknown": the parent knows it).
+		return fail(fmt.Errorf("%w: the preflight child has no %s backend", ErrNotCompiled, name))
 	}
 	opened, err := g.openBackend(reg)
 	if err != nil {

@@ -79,8 +79,8 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 		return rep, &PreflightError{Backend: reg.Name, Command: na.Command, Attempt: attempt, Took: na.Took,
 			Hung: na.Hung, Unkillable: na.Unkillable, Call: na.Call, Stacks: na.Stacks, Signal: na.Signal,
 			ExitCode: na.ExitCode, Stderr: na.Stderr, NoReport: na.NoReport}
-	case rep.Schema != "": // the child answered with its driver's failure
-		return rep, fmt.Errorf("preflight child %d: %w", attempt, err)
+	case rep.Schema != "": // the child answered with its driver's failure: the parent's, as it said it
+		return rep, err
 	case ctx.Err() != nil:
 		return rep, ctx.Err()
 	}

@@ -168,7 +168,8 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 //
 // A backend that is not in this binary gets an error wrapping ErrNotCompiled
 // that says why: the import that registers it, or the reason the build could
-// not have it. If the backend's Open fails, nothing is kept and a later Open
+// not have it. A name that is no backend's gets one wrapping ErrBadSetting,
+// with the name meant where the case or an alias was wrong. If the backend's Open fails, nothing is kept and a later Open
 // tries again.
 func (g *Registry) Open(name string) (*Runtime, error) {
 	fromEnv := false
@@ -222,9 +223,9 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 	}
 	if want := g.Suggest(name); want != "" {
 		return fmt.Errorf("%w: unknown backend %s: did you mean %q? (backend names are %s, in lower case)",
-			ErrNotCompiled, given, want, strings.Join(g.Known(), ", "))
+			ErrBadSetting, given, want, strings.Join(g.Known(), ", "))
 	}
-	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrNotCompiled, given, strings.Join(g.Known(), ", "))
+	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrBadSetting, given, strings.Join(g.Known(), ", "))
 }
 
 // aliases are names users reach for that mean a backend.

@@ -74,7 +74,8 @@ type Runtime struct {
 	stop           *stopping // Shutdown: nothing more starts, and preflights end
 	inFlight       inFlight  // the calls into the devices' drivers under way
 	shutdown       shutdown
-	failedCalls    failedCalls // queued calls that failed when they ran
+	failedCalls    failedCalls                 // queued calls that failed when they ran
+	saidFailure    atomic.Pointer[initFailure] // the memoized failure as Init says it
 }
 
 // choice is a Runtime's backend and what it registered with.

@@ -74,7 +74,7 @@ func (r *Runtime) Stats() Stats {
 		s.Running, s.RunningSince = what, since
 	}
 	if s.State == lazy.Failed {
-		s.Err = r.init.Init(context.Background()) // memoized: returns at once
+		s.Err = r.said(r.init.Init(context.Background())) // memoized: returns at once
 	}
 	if p := r.passedOver.Load(); p != nil {
 		s.PassedOver = *p

@@ -297,7 +297,7 @@ func checkPassedOver(t *testing.T, env []string, backends []backendFailure) {
 			assert.Equal(t, kind, backends[i].Error.Kind, "%s: %s", name, backends[i].Error.Message)
 			if kind == "no-driver" {
 				assert.Equal(t, "dlopen", backends[i].Error.Op)
-				assert.Contains(t, backends[i].Error.Message, "cannot open shared object file", "dlerror's text")
+				assert.Contains(t, backends[i].Error.Detail, "cannot open shared object file", "dlerror's text, in the detail")
 			}
 		} else {
 			assert.Equal(t, "not-compiled", backends[i].Error.Kind)

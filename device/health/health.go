@@ -41,6 +41,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -129,6 +130,7 @@ type verdict struct {
 	live              bool
 	servesOnCPU       bool // WithCPUFallback, and the host has no GPU
 	liveWhy, readyWhy string
+	statusWhy         string // readyWhy without the error, which the status says once, in failure
 }
 
 // losses is the reason readiness gives for count lost devices.
@@ -298,10 +300,17 @@ func (h *Health) verdict(st device.Stats) *verdict {
 	err := st.Err
 	class := device.ClassOf(err)
 	v := &verdict{class: class, live: class != device.NotYet, servesOnCPU: h.cpuFallback && device.FallBackToCPU(err)}
-	v.readyWhy = fmt.Sprintf("initialization failed (%s: %s): %v", class, class.Describe(), err)
-	if v.servesOnCPU {
-		v.readyWhy = "degraded: serving without a GPU: " + v.readyWhy
+	why := class.Describe()
+	var ev interface{ Evidence() string }
+	if errors.As(err, &ev) && ev.Evidence() != "" {
+		why = ev.Evidence()
 	}
+	prefix := ""
+	if v.servesOnCPU {
+		prefix = "degraded: serving without a GPU: "
+	}
+	v.statusWhy = fmt.Sprintf("%sinitialization failed (%s: %s)", prefix, class, why)
+	v.readyWhy = fmt.Sprintf("%sinitialization failed (%s: %s): %v", prefix, class, class.Describe(), err) // err holds the evidence
 	if !v.live {
 		v.liveWhy = "initialization failed for a reason expected to clear (not-yet): a restart may succeed: " + err.Error()
 	}

@@ -3,6 +3,7 @@ package health
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -79,7 +80,7 @@ func DeviceOf(d device.Info) Device {
 }
 
 // Error is a failure as JSON, in the layout gpuprobe's report shares: the
-// message, a kind, and where there is a *device.DriverError inside, the
+// message (without the hint, which has a field of its own), a kind, and where there is a *device.DriverError inside, the
 // failing call, the raw code, its name and the hint. For work queued before
 // initialization that failed, Site names the call that queued it and NotRun
 // the queued work that never ran.
@@ -96,6 +97,7 @@ type Error struct {
 	Code   int      `json:"code,omitempty"`
 	Name   string   `json:"name,omitempty"`
 	Hint   string   `json:"hint,omitempty"`
+	Detail string   `json:"detail,omitempty"` // the driver's or loader's own words, and what it tried
 	Site   string   `json:"site,omitempty"`
 	NotRun []string `json:"not_run,omitempty"`
 }
@@ -112,7 +114,11 @@ func ErrorOf(err error) *Error {
 	}
 	var de *device.DriverError
 	if errors.As(lead, &de) {
-		out.Op, out.Code, out.Name, out.Hint = de.Op, de.Code, de.Name, de.Hint
+		out.Op, out.Code, out.Name, out.Hint, out.Detail = de.Op, de.Code, de.Name, de.Hint, de.Detail
+		// The hint is said once, in its field.
+		if de.Hint != "" {
+			out.Message = strings.Replace(out.Message, "; "+de.Hint, "", 1)
+		}
 	}
 	out.Kind = errkind.Of(lead)
 	var deferred *lazy.DeferredError
@@ -149,6 +155,9 @@ type Status struct {
 	Visibility      map[string]string `json:"visibility,omitempty"`
 	Init            InitTimes         `json:"init"`
 	Failure         *Error            `json:"failure,omitempty"`
+	// PassedOver are the other backends auto tried, each with its own
+	// reason; Failure is the lead one's, said once.
+	PassedOver []PassedOver `json:"passed_over,omitempty"`
 	// Class is the failure's class: no-gpu, not-yet or needs-operator
 	// (device.ClassOf). Degraded reports a server that serves without a GPU
 	// (WithCPUFallback) because of it.
@@ -161,6 +170,13 @@ type Status struct {
 	AgeSeconds float64    `json:"age_seconds,omitempty"`
 	// Closed reports a runtime that was shut down.
 	Closed bool `json:"closed,omitempty"`
+}
+
+// PassedOver is one backend auto tried and passed over, as JSON.
+type PassedOver struct {
+	Backend       string `json:"backend"`
+	DriverVersion int    `json:"driver_version,omitempty"` // what its driver reported before it failed
+	Error         *Error `json:"error"`
 }
 
 // BringUp is device.BringUp as JSON: what the initialization does now, and how

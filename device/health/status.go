@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -64,6 +65,12 @@ func (h *Health) snapshotAt(st device.Stats) Status {
 	case !ready:
 		s.Reason = readyReason
 	}
+	if st.State == lazy.Failed {
+		// The failure says the error once; the reason says what it means.
+		if s.Reason = h.verdict(st).statusWhy; !live {
+			s.Reason = "initialization failed for a reason expected to clear (not-yet): a restart may succeed"
+		}
+	}
 	if !st.Started.IsZero() && st.State != lazy.Uninitialized {
 		started := st.Started
 		s.Init.Started = &started
@@ -88,11 +95,17 @@ func (h *Health) snapshotAt(st device.Stats) Status {
 		h.addDevices(&s, st)
 	case lazy.Failed:
 		s.Failure = ErrorOf(st.Err)
+		var nb *device.NoBackendError
+		if errors.As(st.Err, &nb) {
+			lead := nb.Lead().Backend
+			for _, f := range nb.Tried {
+				if f.Backend != lead {
+					s.PassedOver = append(s.PassedOver, PassedOver{Backend: f.Backend, DriverVersion: f.DriverVersion, Error: ErrorOf(f.Err)})
+				}
+			}
+		}
 		s.Class = device.ClassOf(st.Err).String()
 		s.Degraded = h.verdict(st).servesOnCPU
-		if s.Degraded && ready {
-			s.Reason = readyReason
-		}
 	}
 	if b := st.BringUp; (b.Attempts > 0 || b.Phase != "") && st.State != lazy.Uninitialized {
 		s.BringUp = BringUpOf(b)

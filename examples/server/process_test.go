@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -77,6 +78,13 @@ func (l *serverLog) add(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, line)
+}
+
+// all returns the lines so far.
+func (l *serverLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }
 
 // waitFor waits until a line contains s.
@@ -157,7 +165,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 // from the CPU.
 func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
 	env := fakedriver.NoGPUHost(t)
-	url, cmd := startServer(t, env, "-init-deadline", "100ms")
+	url, cmd, log := startServerLogged(t, env, "-init-deadline", "100ms")
 	get(t, url+health.ReadyPath) // the first readiness probe starts init
 	st := waitForState(t, url, "failed")
 	assert.Equal(t, "no-gpu", st.Class)
@@ -186,6 +194,44 @@ func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
 	philox.FillCURAND(want, 42, 0)
 	assert.Equal(t, want, d.Values, "device 0's stream, seeded as the flag says")
 	assert.Empty(t, childtest.Children(cmd.Process.Pid), "no preflight child left")
+
+	// Messages a person reads once: the fallback's log line, and every
+	// string of the status, under 400 characters, none said twice.
+	log.waitFor(t, "serving on the CPU")
+	for _, line := range log.all() {
+		if strings.Contains(line, "level=WARN") {
+			assert.Less(t, len(line), 400, "the fallback's log line: %s", line)
+		}
+	}
+	_, body = get(t, url+health.StatusPath)
+	var doc any
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	seen := map[string]string{}
+	walkStrings(doc, "", func(path, s string) {
+		assert.Less(t, len(s), 400, "%s is %d characters: %s", path, len(s), s)
+		if len(s) > 40 { // a long message, said once; short words (a class, a kind) may recur
+			if was, ok := seen[s]; ok {
+				t.Errorf("%s repeats %s: %q", path, was, s)
+			}
+			seen[s] = path
+		}
+	})
+}
+
+// walkStrings calls f with each string in a decoded JSON document, and its path.
+func walkStrings(v any, path string, f func(path, s string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			walkStrings(e, path+"."+k, f)
+		}
+	case []any:
+		for i, e := range v {
+			walkStrings(e, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case string:
+		f(path, v)
+	}
 }
 
 // waitForState polls the status until its state is want, and returns it.

@@ -6,7 +6,7 @@ import "github.com/gpuinit/gpuinit/device/driver"
 const (
 	CUDANoDeviceHint = "check CUDA_VISIBLE_DEVICES (empty, -1 or a wrong UUID hides every GPU) and run nvidia-smi; in a container, run with --gpus all and the NVIDIA container toolkit"
 	// CUDANotFoundHint is for a libcuda.so.1 that cannot be loaded.
-	CUDANotFoundHint = "install the NVIDIA driver (it ships libcuda.so.1), or in a container run with --gpus all and the NVIDIA container toolkit; GPUINIT_CUDA_LIBRARY names the file to use for an odd install"
+	CUDANotFoundHint = "install the NVIDIA driver; in a container, run with --gpus all (the NVIDIA container toolkit); or set GPUINIT_CUDA_LIBRARY to its file"
 	stickyCUDAHint   = "the device is unusable for the rest of this process (a sticky error): restart the process; if it recurs, check dmesg for Xid errors and run nvidia-smi -q"
 )
 

@@ -60,8 +60,7 @@ var HIPRAND = &driver.CodeTable{Backend: "hip", Unnamed: "hiprandStatus_t", Code
 func HIPNotFoundHint(rocmPath string) string {
 	where := "or set ROCM_PATH to the ROCm install"
 	if strings.TrimSpace(rocmPath) != "" {
-		where = "ROCM_PATH=" + rocmPath + " has no lib/libamdhip64.so*: check that it names the ROCm install"
+		where = "ROCM_PATH=" + rocmPath + " has no lib/libamdhip64.so*"
 	}
-	return "the image or host lacks the ROCm runtime (libamdhip64): install ROCm's HIP runtime (hip-runtime-amd, or Debian's libamdhip64-5), " +
-		where + "; GPUINIT_HIP_LIBRARY names the file to use for an odd install"
+	return "install ROCm's HIP runtime (hip-runtime-amd; Debian: libamdhip64-5), " + where + "; or set GPUINIT_HIP_LIBRARY to its file"
 }

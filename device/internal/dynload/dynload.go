@@ -120,7 +120,7 @@ func load(l opener, spec Spec) (Library, error) {
 
 func notFound(spec Spec, msg, tried string) error {
 	return &driver.DriverError{Backend: spec.Backend, Op: "dlopen", Sentinel: driver.ErrDriverNotFound,
-		Message: msg + " (tried " + tried + ")", Hint: spec.Hint}
+		Message: spec.Names[0] + " not found", Detail: msg + " (tried " + tried + ")", Hint: spec.Hint}
 }
 
 // missingSymbol is the error for a library that lacks a function the backend

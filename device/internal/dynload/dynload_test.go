@@ -71,16 +71,22 @@ func TestLoadOrder(t *testing.T) {
 			}
 		})
 	}
-	t.Run("nothing found: every name and directory in the message", func(t *testing.T) {
+	t.Run("nothing found: the name in the message, every name and directory in the detail", func(t *testing.T) {
 		t.Setenv(spec.Env, "")
 		_, err := load(&recorder{}, spec)
 		var de *driver.DriverError
 		if !errors.As(err, &de) || de.Op != "dlopen" || !errors.Is(err, driver.ErrDriverNotFound) || de.Hint != "install x" {
 			t.Fatalf("err = %#v", err)
 		}
+		if de.Message != "libx.so.2 not found" {
+			t.Errorf("message %q", de.Message)
+		}
 		for _, want := range []string{"libx.so.2: cannot open shared object file", "libx.so.2, libx.so.1 through the loader's search and in " + dir} {
-			if !strings.Contains(de.Message, want) {
-				t.Errorf("message %q lacks %q", de.Message, want)
+			if !strings.Contains(de.Detail, want) {
+				t.Errorf("detail %q lacks %q", de.Detail, want)
+			}
+			if strings.Contains(de.Error(), want) {
+				t.Errorf("Error %q holds the detail %q: a message a person reads once", de.Error(), want)
 			}
 		}
 	})

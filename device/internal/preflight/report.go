@@ -53,6 +53,7 @@ type ReportedError struct {
 	Name    string `json:"name,omitempty"`
 	Hint    string `json:"hint,omitempty"`
 	Text    string `json:"text,omitempty"` // DriverError.Message
+	Detail  string `json:"detail,omitempty"`
 	Sticky  bool   `json:"sticky,omitempty"`
 }
 
@@ -61,8 +62,8 @@ func ErrorOf(err error) *ReportedError {
 	re := &ReportedError{Message: err.Error(), Kind: errkind.Of(err)}
 	var de *driver.DriverError
 	if errors.As(err, &de) {
-		re.Driver, re.Backend, re.Op, re.Code, re.Name, re.Hint, re.Text, re.Sticky =
-			true, de.Backend, de.Op, de.Code, de.Name, de.Hint, de.Message, de.Sticky
+		re.Driver, re.Backend, re.Op, re.Code, re.Name, re.Hint, re.Text, re.Detail, re.Sticky =
+			true, de.Backend, de.Op, de.Code, de.Name, de.Hint, de.Message, de.Detail, de.Sticky
 	}
 	return re
 }
@@ -74,7 +75,7 @@ func (re *ReportedError) Rebuild() error {
 	switch {
 	case re.Driver:
 		return &driver.DriverError{Backend: re.Backend, Op: re.Op, Code: re.Code, Name: re.Name, Message: re.Text,
-			Hint: re.Hint, Sentinel: sentinel, Sticky: re.Sticky}
+			Detail: re.Detail, Hint: re.Hint, Sentinel: sentinel, Sticky: re.Sticky}
 	case sentinel != nil:
 		return &reported{msg: re.Message, sentinel: sentinel}
 	}
