@@ -161,3 +161,68 @@ func TestTurningTheWatchOffWhileACallRunsLosesNothing(t *testing.T) {
 		assert.False(t, (len(rt.Stats().Lost) > 0))
 	})
 }
+
+// TestCallsPastTheWatchedOnesAreCountedInHealth: with every slot of device
+// 0 taken, one more call runs unwatched, and Health counts it.
+func TestCallsPastTheWatchedOnesAreCountedInHealth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Shutdown(context.Background())
+		require.NoError(t, rt.Init(ctx))
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		const watched = 64 // the slots per device
+		for range watched {
+			wg.Go(func() { assert.NoError(t, rt.Do(ctx, 0, func() error { <-release; return nil })) })
+		}
+		synctest.Wait() // every call holds its slot
+		assert.Zero(t, rt.Stats().Health[0].UnwatchedCalls)
+		require.NoError(t, rt.Do(ctx, 0, func() error { return nil }))
+		require.NoError(t, rt.Do(ctx, 1, func() error { return nil }))
+		h := rt.Stats().Health
+		assert.Equal(t, int64(1), h[0].UnwatchedCalls)
+		assert.Zero(t, h[1].UnwatchedCalls)
+		close(release)
+		wg.Wait()
+		assert.False(t, (len(rt.Stats().Lost) > 0))
+	})
+}
+
+// TestAHungCallLeavesTheMonitorAsleep: once the one call in flight is
+// reported hung, the monitor stops scanning, using no CPU for the rest of
+// the process; a new call on another device wakes it, and is watched.
+func TestAHungCallLeavesTheMonitorAsleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Shutdown(context.Background())
+		rt.SetCallDeadline(100 * time.Millisecond)
+		require.NoError(t, rt.Init(ctx))
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(release)
+		hang := func(ordinal int) {
+			wg.Go(func() { _ = rt.Do(ctx, ordinal, func() error { <-release; return nil }) })
+		}
+		hang(0)
+		for !(len(rt.Stats().Lost) > 0) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.False(t, device.CallMonitorScanning(rt), "the monitor scans on for a call it has reported hung")
+
+		hang(1)
+		synctest.Wait()
+		assert.True(t, device.CallMonitorScanning(rt), "a new call wakes the monitor")
+		for len(rt.Stats().Lost) < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		assert.ErrorIs(t, rt.CheckDevice(1), driver.ErrDeviceHung)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.False(t, device.CallMonitorScanning(rt))
+	})
+}

@@ -56,17 +56,17 @@ var (
 // library that could not be loaded is a DriverError too, with Op "dlopen",
 // Code 0, the loader's own message and the names tried.
 type DriverError struct {
-	Backend  string // "cuda", "hip", "sim"
-	Op       string // the call that failed, e.g. "cuInit", or "dlopen"
-	Code     int    // the raw driver code, e.g. 100; 0 for a loader failure
-	Name     string // the code's name, e.g. "CUDA_ERROR_NO_DEVICE"
-	Message  string // the driver's (or the loader's) description
-	Hint     string // what to check or do next; may be empty
+	Backend string // "cuda", "hip", "sim"
+	Op      string // the call that failed, e.g. "cuInit", or "dlopen"
+	Code    int    // the raw driver code, e.g. 100; 0 for a loader failure
+	Name    string // the code's name, e.g. "CUDA_ERROR_NO_DEVICE"
+	Message string // the driver's (or the loader's) description
+	Hint    string // what to check or do next; may be empty
 	// Detail is more about the failure, for a log or a status that wants
 	// it (the loader's own message and every file it tried); Error leaves
 	// it out, so that the message stays one a person reads once.
-	Detail string
-	Sentinel error  // the sentinel this code means, or nil
+	Detail   string
+	Sentinel error // the sentinel this code means, or nil
 	// Sticky reports that the code leaves the device unusable for the rest
 	// of the process (CUDA 700, 719, 214 and the like).
 	Sticky bool

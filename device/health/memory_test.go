@@ -51,3 +51,24 @@ func TestConcurrentStatusesEachGetTheSharedMemoryRead(t *testing.T) {
 		}
 	})
 }
+
+// TestTheStatusReadsFreeMemory: the status carries each device's free memory,
+// read when it is asked for (it was always null before), and none for a lost
+// device.
+func TestTheStatusReadsFreeMemory(t *testing.T) {
+	s, rt := watchedSim(t)
+	h := health.New(rt, quiet)
+	defer h.Close()
+	st := status(t, h)
+	require.Len(t, st.Devices, 2)
+	for _, d := range st.Devices {
+		require.NotNil(t, d.FreeMemory, "device %d", d.Ordinal)
+		assert.Equal(t, d.TotalMemory-sim.UsedMemory, *d.FreeMemory)
+		assert.Equal(t, "sim", d.MemorySource)
+	}
+	s.InjectXid(1, 79)
+	require.Eventually(t, func() bool { return (len(rt.Stats().Lost) > 0) }, 10*time.Second, time.Millisecond)
+	st = status(t, h)
+	assert.NotNil(t, st.Devices[0].FreeMemory)
+	assert.Nil(t, st.Devices[1].FreeMemory, "a lost device's memory is not read")
+}
