@@ -22,9 +22,11 @@ type result = int
 type cuDevice = int32
 
 // api is the driver as the backend calls it. By default every entry goes
-// through shim.h's helpers over the table dlsym filled; with -tags cudalink,
-// link.go points the entries mumax's cu has at mumax. The backend's logic is
-// written once, over this table.
+// through shim.h's helpers over the table dlsym filled; with -tags cudalink
+// the same helpers call the linked libcuda, and link.go points the entries at
+// a binding's override where one is set (mumax's cu, through the nested
+// module device/cuda/cudalink). The backend's logic is written once, over
+// this table.
 var api = struct {
 	driverGetVersion   func() (int, result)
 	init               func() result

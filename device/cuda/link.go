@@ -8,64 +8,38 @@ package cuda
 import "C"
 
 import (
+	"sync"
+
+	"github.com/gpuinit/gpuinit/device/cuda/internal/linkapi"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/mumax/3/cuda/cu"
 )
 
-// With -tags cudalink, libcuda is linked: the dynamic loader has loaded it
-// before main, so there is nothing to load, and the calls mumax's cu has go
-// through it. mumax panics with a cu.Result on failure; callMumax turns that
-// back into the CUresult the backend expects.
-func init() {
-	api.driverGetVersion = func() (v int, r result) {
-		r = callMumax(func() { v = cu.Version() })
-		return v, r
+// useOverride points the driver calls at linkapi.Override where a binding
+// set one (github.com/gpuinit/gpuinit/device/cuda/cudalink, for mumax's cu);
+// otherwise they call the linked libcuda through the shim, as the default
+// entries of api do.
+func useOverride() {
+	o := linkapi.Override
+	if o == nil {
+		return
 	}
-	api.init = func() result { return callMumax(func() { cu.Init(0) }) }
-	api.deviceGetCount = func() (n int, r result) {
-		r = callMumax(func() { n = cu.DeviceGetCount() })
-		return n, r
-	}
-	api.deviceGet = func(ordinal int) (d cuDevice, r result) {
-		r = callMumax(func() { d = cuDevice(cu.DeviceGet(ordinal)) })
-		return d, r
-	}
-	api.deviceGetName = func(dev cuDevice) (name string, r result) {
-		r = callMumax(func() { name = cu.Device(dev).Name() })
-		return name, r
-	}
-	api.deviceTotalMem = func(dev cuDevice) (n uint64, r result) {
-		r = callMumax(func() { n = uint64(cu.Device(dev).TotalMem()) })
-		return n, r
-	}
-	api.deviceGetAttribute = func(attr int, dev cuDevice) (v int, r result) {
-		r = callMumax(func() { v = cu.Device(dev).Attribute(cu.DeviceAttribute(attr)) })
-		return v, r
-	}
+	api.driverGetVersion = o.DriverGetVersion
+	api.init = o.Init
+	api.deviceGetCount = o.DeviceGetCount
+	api.deviceGet = func(ordinal int) (cuDevice, result) { d, r := o.DeviceGet(ordinal); return cuDevice(d), r }
+	api.deviceGetName = func(dev cuDevice) (string, result) { return o.DeviceGetName(int32(dev)) }
+	api.deviceTotalMem = func(dev cuDevice) (uint64, result) { return o.DeviceTotalMem(int32(dev)) }
+	api.deviceGetAttribute = func(attr int, dev cuDevice) (int, result) { return o.DeviceGetAttribute(attr, int32(dev)) }
 }
 
-// callMumax runs f and returns the CUresult mumax panicked with, or 0. Any
-// other panic is not the driver's and goes on.
-func callMumax(f func()) (r result) {
-	defer func() {
-		v := recover()
-		if v == nil {
-			return
-		}
-		cr, ok := v.(cu.Result)
-		if !ok {
-			panic(v)
-		}
-		r = result(cr)
-	}()
-	f()
-	return 0
-}
-
-// loadDriver has nothing to load: the binary is linked with libcuda.
+// loadDriver has nothing to load: the binary is linked with libcuda. It
+// takes a binding's override, if one was set, first.
 func loadDriver() (dynload.Library, error) {
+	overrideOnce.Do(useOverride)
 	return dynload.Library{Path: "libcuda.so.1 (linked)", Preloaded: true}, nil
 }
+
+var overrideOnce sync.Once
 
 // initializedElsewhere reports whether the linked driver is initialized
 // already, by a cgo engine: cuDeviceGetCount answers CUDA_SUCCESS only after
