@@ -10,7 +10,9 @@
 // [*testing.T]: how Init fails (mapped onto driver's sentinels, with a hint),
 // ordinals, device descriptions, the concurrency of the calls documented as
 // safe from many goroutines, laziness through a [device.Runtime], and the
-// generators of a [driver.GeneratorBackend]. [Check] runs the same checks and
+// optional interfaces the backend has: the generators of a
+// [driver.GeneratorBackend], a [driver.MemoryReader]'s figures, a
+// [driver.CanaryRunner]'s round trip, and a [driver.HealthWatcher]'s stop. [Check] runs the same checks and
 // returns what they found as an error, for use outside a test. [Counting]
 // wraps a backend to count calls into it.
 package devicetest
@@ -186,6 +188,15 @@ func walk(b driver.Backend, opts []Option, do func(part string, check func(*chec
 	do("concurrent queries after Init", func(c *checker) { checkConcurrentQueries(c, b, n) })
 	if gb, ok := driver.Capability[driver.GeneratorBackend](b); ok {
 		do("generators", func(c *checker) { checkGenerators(c, gb, n, cfg.fill) })
+	}
+	if mr, ok := driver.Capability[driver.MemoryReader](b); ok {
+		do("memory reader", func(c *checker) { checkMemoryReader(c, mr, n) })
+	}
+	if cr, ok := driver.Capability[driver.CanaryRunner](b); ok {
+		do("canary", func(c *checker) { checkCanary(c, cr, n) })
+	}
+	if hw, ok := driver.Capability[driver.HealthWatcher](b); ok {
+		do("health watch", func(c *checker) { checkHealthWatcher(c, hw, n) })
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
@@ -34,7 +35,44 @@ func broken() map[string]struct {
 		"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
 		"unmapped version error":  {versionFails{sim.New()}, nil, "DriverVersion before Init failed"},
 		"init not memoized":       {&initOnceOnly{Backend: sim.New()}, nil, "a second Init returned"},
+		"watch ignores its end":   {stubbornWatch{sim.New()}, nil, "did not return within 3s of its context's end"},
+		"watch names no device":   {strayWatch{sim.New()}, nil, "reported xid on device 7"},
+		"canary's plain error":    {plainCanary{sim.New()}, nil, "want nil, or a *driver.DriverError"},
+		"memory free above total": {badMemory{sim.New()}, nil, "want free no more than a total"},
 	}
+}
+
+// stubbornWatch's health watch ignores its context's end for a while.
+type stubbornWatch struct{ *sim.Backend }
+
+func (stubbornWatch) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+	report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching})
+	<-ctx.Done()
+	time.Sleep(4 * time.Second) // past the kit's bound, but not for ever
+	return nil
+}
+
+// strayWatch reports a device the backend does not have.
+type strayWatch struct{ *sim.Backend }
+
+func (strayWatch) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+	report(driver.HealthEvent{Ordinal: 7, Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13})
+	<-ctx.Done()
+	return nil
+}
+
+// plainCanary fails without saying the driver's code.
+type plainCanary struct{ *sim.Backend }
+
+func (plainCanary) Canary(int) error { return errors.New("it broke") }
+
+// badMemory reads more free memory than there is.
+type badMemory struct{ *sim.Backend }
+
+func (b badMemory) ReadMemory(ordinal int) (driver.Memory, error) {
+	m, err := b.Backend.ReadMemory(ordinal)
+	m.Free = m.Total + 1
+	return m, err
 }
 
 type versionFails struct{ *sim.Backend }
