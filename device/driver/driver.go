@@ -1,19 +1,24 @@
-// Package driver is the interface that gpuinit's GPU backends implement, in the
-// manner of database/sql/driver: package device is what servers use, and
+// Package driver is the interface that gpuinit's GPU backends implement.
+//
+// It works as database/sql/driver does. Package device is what servers use;
 // this package is what a backend (cuda, hip, sim, or one of your own)
 // provides to it. A backend registers a Registration with device.Register
-// from an init function; the Registration says what device and rng would
-// otherwise have to know by name: whether the backend is a GPU platform and
-// where auto tries it, how its generators lay out Philox's stream, and how to
-// classify a raw driver code before the driver is loaded.
+// from an init function. The Registration says what device and rng would
+// otherwise know by name: whether the backend is a GPU platform, where auto
+// tries it, how its generators lay out Philox's stream, its settings, and how
+// to classify a raw driver code before the driver is loaded.
 //
 // Backend is the required interface. The optional capabilities are
-// interfaces of their own (RuntimeVersioner, GeneratorBackend,
-// MemoryReporter, DeviceRunner, ErrorClassifier), found with Capability, so
-// that a wrapper that counts or injects faults keeps them. The errors a
-// backend returns are *DriverError values built from a CodeTable, whose Is
-// reports one of this package's sentinels; package device re-exports the
-// sentinels and DriverError, so servers never import this package.
+// interfaces of their own (RuntimeVersioner, GeneratorBackend, MemoryReader,
+// DeviceRunner, CanaryRunner, HealthWatcher, ErrorClassifier), found with
+// Capability, so that a wrapper that counts or injects faults keeps them.
+// The errors a backend returns are *DriverError values built from a
+// CodeTable, whose Is reports one of this package's sentinels.
+//
+// Package device re-exports the sentinels a server tests for, DriverError
+// and Info. A server imports this package too where it reaches past device:
+// a Runtime's Backend and Registration, a Memory's Source, the health
+// events' kinds, the rarer sentinels (ErrNotReady, ErrInitHung).
 //
 // Package device/devicetest checks a Backend against this contract.
 package driver
