@@ -76,11 +76,3 @@ func (r *Runtime) republish() {
 func lostDevice(l healthwatch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
 }
-
-// deviceCount is the number of devices, 0 before init.
-func (r *Runtime) deviceCount() int {
-	if d := r.devices.Load(); d != nil {
-		return len(*d)
-	}
-	return 0
-}
