@@ -98,7 +98,7 @@ func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
 	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
 	r.inFlight.drained = make(chan struct{}, 1)
-	r.view.Store(&view{})
+	r.view.Store(&view{changed: make(chan struct{})})
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}

@@ -62,6 +62,11 @@ type Stats struct {
 	// Closed reports that Shutdown has started: every call returns
 	// ErrClosed.
 	Closed bool
+	// Changed is closed when the devices' health or losses next change,
+	// so that a feed (a DRA plugin's health stream) waits on it instead of
+	// polling: take Stats again once it is closed. A Runtime that never
+	// initializes never closes it.
+	Changed <-chan struct{}
 }
 
 // Stats returns the Runtime's state at this moment. It never initializes,
@@ -83,7 +88,7 @@ func (r *Runtime) Stats() Stats {
 		s.Visibility = *p
 	}
 	v := r.view.Load()
-	s.Lost, s.ErrorCounts, s.Health = v.lost, v.counts, v.health
+	s.Lost, s.ErrorCounts, s.Health, s.Changed = v.lost, v.counts, v.health, v.changed
 	s.FailedCalls, s.MoreFailedCalls = r.failedCalls.snapshot()
 	if w := r.watch.Load(); w != nil {
 		s.HealthWatchAbandoned = w.Abandoned()

@@ -2,6 +2,7 @@ package device
 
 import (
 	"sync"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
@@ -34,14 +35,40 @@ type DeviceHealth struct {
 	// without the call deadline's watch, because as many calls as it
 	// watches at once (64) were already in flight on the device.
 	UnwatchedCalls int64
+
+	// Verdict is the device's health in one word; Reason says why in a
+	// sentence ("" when healthy), and Since is when it became so (zero
+	// while unknown from the start).
+	Verdict Verdict
+	Reason  string
+	Since   time.Time
+	// Conditions are the driver's own verdicts that are not healthy, one
+	// per kind, as their last events set them, most severe first.
+	Conditions []Condition
+	// Recovery is what the driver says the GPU needs (NVML's GPU recovery
+	// action); driver.RecoveryUnknown where it cannot say.
+	Recovery driver.RecoveryAction
+	// ReplaysPerMinute is the PCIe replay rate over the last minute's
+	// counter reads; 0 where the counter is not read.
+	ReplaysPerMinute float64
+	// Fabric is the GPU's fabric state where it has one (NVLink domains).
+	Fabric *driver.FabricState
+	// Recovered is when the driver last said the device is usable again
+	// (the recovery action back to none after a reset, AMD's post-reset
+	// event); zero if never.
+	Recovered time.Time
+	// HungCall names the health watch's driver call that is past its
+	// deadline on the device ("nvmlEventSetWait_v2"); "" when none.
+	HungCall string
 }
 
 // view is what the Runtime publishes of its devices' health and losses,
 // remade at each change, read without a lock; nothing in it is modified.
 type view struct {
-	lost   []LostDevice
-	health []DeviceHealth
-	counts map[int]int64
+	lost    []LostDevice
+	health  []DeviceHealth
+	counts  map[int]int64
+	changed chan struct{} // closed when the next view replaces this one
 }
 
 // views serializes the remaking of the view, so that the last to remake it
@@ -56,7 +83,7 @@ func (r *Runtime) republish() {
 	if w == nil {
 		return
 	}
-	v := &view{counts: w.Counts()}
+	v := &view{counts: w.Counts(), changed: make(chan struct{})}
 	for _, l := range w.Losses() {
 		v.lost = append(v.lost, lostDevice(l))
 	}
@@ -67,12 +94,44 @@ func (r *Runtime) republish() {
 		if calls != nil {
 			h.UnwatchedCalls = calls.Unwatched(d.Ordinal)
 		}
+		h.Verdict, h.Reason = judge(h, v.lost)
 		v.health = append(v.health, h)
 	}
-	r.view.Store(v)
+	old := r.view.Load()
+	now := time.Now()
+	for i := range v.health {
+		h := &v.health[i]
+		if i < len(old.health) && old.health[i].Verdict == h.Verdict {
+			h.Since = old.health[i].Since
+		} else if h.Verdict != VerdictUnknown || i < len(old.health) {
+			h.Since = now
+		}
+	}
+	close(r.view.Swap(v).changed)
 }
 
 // lostDevice is the public form of a loss.
 func lostDevice(l healthwatch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
+}
+
+// judge is a device's verdict and its reason: unhealthy once lost, unknown
+// while not watched, else the most severe of the driver's conditions.
+func judge(h DeviceHealth, lost []LostDevice) (Verdict, string) {
+	for _, l := range lost {
+		if l.Ordinal == h.Ordinal {
+			return VerdictUnhealthy, "lost: " + l.Err.Error()
+		}
+	}
+	if h.HungCall != "" {
+		return VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
+	}
+	if !h.Watched {
+		return VerdictUnknown, h.Why
+	}
+	if len(h.Conditions) > 0 {
+		c := h.Conditions[0]
+		return c.Verdict, string(c.Kind) + ": " + c.Message
+	}
+	return VerdictHealthy, ""
 }
