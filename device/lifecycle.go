@@ -182,7 +182,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 // the call watch, and the backend's health watch with the record of losses.
 func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	r.startWatching(n)
-	w := healthwatch.New(r.Name(), n, r.republish)
+	w := healthwatch.New(r.Name(), n, r.republish, r.callDeadlineNow)
 	if !r.watch.CompareAndSwap(nil, w) {
 		return
 	}

@@ -18,7 +18,9 @@ type LostDevice struct {
 	At      time.Time
 }
 
-// LossSource says who saw a device lost.
+// LossSource says who saw a device lost. Beside the sources below, a loss
+// the driver's own verdict made is named by its health kind:
+// "recovery-action", "row-remap", "fabric", "reset", "ring-hang".
 type LossSource string
 
 // The sources of a loss.

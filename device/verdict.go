@@ -1,9 +1,11 @@
 package device
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
 )
 
 // Verdict is a device's health in one word, from everything the Runtime
@@ -50,6 +52,17 @@ func (v Verdict) String() string {
 // MarshalText encodes the verdict as its name, for JSON.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText decodes a verdict's name; any other text is an error.
+func (v *Verdict) UnmarshalText(text []byte) error {
+	for _, w := range []Verdict{VerdictUnknown, VerdictHealthy, VerdictDegraded, VerdictUnhealthy} {
+		if string(text) == w.String() {
+			*v = w
+			return nil
+		}
+	}
+	return fmt.Errorf("device: %q is not a verdict (healthy, degraded, unhealthy, unknown)", text)
+}
+
 // Condition is one of the driver's verdicts on a device, as its last event
 // of that kind set it: the recovery action, the row-remap state, the replay
 // rate, the fabric, a reset in progress, an AMD ring hang.
@@ -59,4 +72,45 @@ type Condition struct {
 	Message string            `json:"message"`        // what the driver said, in words
 	Hint    string            `json:"hint,omitempty"` // what to do about it
 	At      time.Time         `json:"at"`             // when the event that set it came
+}
+
+// judge is a device's verdict and its reason: unhealthy once lost, unknown
+// while not watched, else the most severe of the driver's conditions.
+func judge(h DeviceHealth, lost []LostDevice) (Verdict, string) {
+	for _, l := range lost {
+		if l.Ordinal == h.Ordinal {
+			why := "lost: " + l.Err.Error()
+			if h.Recovered.After(l.At) {
+				why += " (the driver reported it usable again at " + h.Recovered.Format(time.RFC3339) + ": a new process may use it)"
+			}
+			return VerdictUnhealthy, why
+		}
+	}
+	if h.HungCall != "" {
+		return VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
+	}
+	if !h.Watched {
+		return VerdictUnknown, h.Why
+	}
+	if len(h.Conditions) > 0 {
+		c := h.Conditions[0]
+		return c.Verdict, string(c.Kind) + ": " + c.Message
+	}
+	return VerdictHealthy, ""
+}
+
+// conditions is the public form of the watch's conditions.
+func conditions(cs []healthwatch.Condition) []Condition {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]Condition, len(cs))
+	for i, c := range cs {
+		v := VerdictDegraded
+		if c.Level == healthwatch.Unhealthy {
+			v = VerdictUnhealthy
+		}
+		out[i] = Condition{Kind: c.Kind, Verdict: v, Message: c.Message, Hint: c.Hint, At: c.At}
+	}
+	return out
 }

@@ -90,7 +90,9 @@ func (r *Runtime) republish() {
 	calls := r.calls.Load()
 	for _, d := range w.Devices() {
 		h := DeviceHealth{Ordinal: d.Ordinal, Watched: d.Watched, Why: d.Why, Counted: d.Counted,
-			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint}
+			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint,
+			Recovery: d.Recovery, ReplaysPerMinute: d.ReplaysPerMinute, Fabric: d.Fabric,
+			Recovered: d.Recovered, HungCall: d.HungCall, Conditions: conditions(d.Conditions)}
 		if calls != nil {
 			h.UnwatchedCalls = calls.Unwatched(d.Ordinal)
 		}
@@ -113,25 +115,4 @@ func (r *Runtime) republish() {
 // lostDevice is the public form of a loss.
 func lostDevice(l healthwatch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
-}
-
-// judge is a device's verdict and its reason: unhealthy once lost, unknown
-// while not watched, else the most severe of the driver's conditions.
-func judge(h DeviceHealth, lost []LostDevice) (Verdict, string) {
-	for _, l := range lost {
-		if l.Ordinal == h.Ordinal {
-			return VerdictUnhealthy, "lost: " + l.Err.Error()
-		}
-	}
-	if h.HungCall != "" {
-		return VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
-	}
-	if !h.Watched {
-		return VerdictUnknown, h.Why
-	}
-	if len(h.Conditions) > 0 {
-		c := h.Conditions[0]
-		return c.Verdict, string(c.Kind) + ": " + c.Message
-	}
-	return VerdictHealthy, ""
 }

@@ -34,7 +34,7 @@ type HealthWatcher interface {
 type CallTracker interface {
 	// Begin marks the start of call op ("nvmlEventSetWait_v2") on device
 	// ordinal (-1 for a call about no one device); the returned func marks
-	// its end. Safe from the watch's goroutine only; it never blocks.
+	// its end. Safe for concurrent use; it never blocks.
 	Begin(ordinal int, op string) (end func())
 }
 

@@ -81,6 +81,15 @@ func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadl
 // unusable until then).
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
 
+// WithDegradedNotReady makes readiness fail while a device is degraded
+// (device.VerdictDegraded: a pending row remap, a PCIe replay storm, a
+// drain the driver asks for, a fabric at limited capacity), so that the
+// orchestrator moves traffic off the pod while the device still works. By
+// default a degraded device keeps the pod ready: its work still runs, and
+// the status and gpuprobe's labels say what needs attention. A lost device
+// fails readiness either way; a device whose health is unknown never does.
+func WithDegradedNotReady() Option { return func(h *Health) { h.degradedNotReady = true } }
+
 // WithCPUFallback says that the server serves without a GPU where the host
 // has none: once the initialization has failed with class no-gpu
 // ([device.FallBackToCPU]), readiness is 200 and the status says degraded,
@@ -95,13 +104,14 @@ func WithLogger(l *slog.Logger) Option { return func(h *Health) { h.logger = l }
 
 // Health answers the orchestrator's questions about one Runtime.
 type Health struct {
-	rt            *device.Runtime
-	autoInit      bool
-	deadline      time.Duration
-	restartOnLoss bool
-	cpuFallback   bool
-	canaryPeriod  time.Duration
-	logger        *slog.Logger
+	rt               *device.Runtime
+	autoInit         bool
+	deadline         time.Duration
+	restartOnLoss    bool
+	degradedNotReady bool
+	cpuFallback      bool
+	canaryPeriod     time.Duration
+	logger           *slog.Logger
 
 	ctx    context.Context // cancelled by Close: the background Init stops waiting
 	cancel context.CancelFunc

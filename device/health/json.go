@@ -50,6 +50,17 @@ type Device struct {
 // report shares. Watched false means the device's health is unknown (Why
 // says why), never that it is healthy.
 type DeviceHealth struct {
+	// Verdict is the device's health in one word: healthy, degraded,
+	// unhealthy or unknown; Reason says why (device.DeviceHealth.Verdict).
+	Verdict     device.Verdict         `json:"verdict"`
+	Reason      string                 `json:"reason,omitempty"`
+	Since       *time.Time             `json:"since,omitempty"`
+	Conditions  []device.Condition     `json:"conditions,omitempty"`
+	Recovery    string                 `json:"recovery_action,omitempty"` // the driver's: none, reset-gpu, reboot-node, drain, service
+	Replays     float64                `json:"pcie_replays_per_minute,omitempty"`
+	Fabric      *driver.FabricState    `json:"fabric,omitempty"`
+	Recovered   *time.Time             `json:"recovered,omitempty"`
+	HungCall    string                 `json:"hung_call,omitempty"`
 	Watched     bool                   `json:"watched"`
 	Why         string                 `json:"why,omitempty"`
 	Counted     map[string]int64       `json:"counted,omitempty"` // events counted against the device: "xid 13", "ecc corrected"
@@ -64,8 +75,23 @@ type DeviceHealth struct {
 
 // DeviceHealthOf is h as JSON.
 func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
-	return &DeviceHealth{Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
+	out := &DeviceHealth{Verdict: h.Verdict, Reason: h.Reason, Conditions: h.Conditions,
+		Replays: h.ReplaysPerMinute, Fabric: h.Fabric, HungCall: h.HungCall,
+		Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
 		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint, UnwatchedCalls: h.UnwatchedCalls}
+	if h.Recovery != driver.RecoveryUnknown {
+		out.Recovery = h.Recovery.String()
+	}
+	if !h.Since.IsZero() {
+		out.Since = &h.Since
+	}
+	if !h.Recovered.IsZero() {
+		out.Recovered = &h.Recovered
+	}
+	if h.Why == h.Reason {
+		out.Why = "" // said once, as the reason
+	}
+	return out
 }
 
 // DeviceOf is d as JSON, without free memory.

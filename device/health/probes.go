@@ -43,10 +43,17 @@ func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
 	}
 	switch st.State {
 	case lazy.Ready:
-		if len(st.Lost) == 0 {
-			return true, ""
+		if len(st.Lost) > 0 {
+			return false, h.lostReason(st.Lost)
 		}
-		return false, h.lostReason(st.Lost)
+		if h.degradedNotReady {
+			for _, d := range st.Health {
+				if d.Verdict == device.VerdictDegraded {
+					return false, fmt.Sprintf("device %d degraded: %s", d.Ordinal, d.Reason)
+				}
+			}
+		}
+		return true, ""
 	case lazy.Uninitialized:
 		if h.autoInit && h.startInit() {
 			return false, startedReason

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
@@ -29,6 +30,14 @@ type Device struct {
 	WatchError  string // the watch's last failure, which it retries; "" once it watches again
 	WatchErrors int64
 	Hint        string // advice the counters call for
+
+	Conditions       []Condition // the driver's verdicts that are not healthy, most severe first
+	Recovery         driver.RecoveryAction
+	ReplaysPerMinute float64
+	Fabric           *driver.FabricState
+	Recovered        time.Time // when the driver last said the device is usable again
+	HungCall         string    // the watch's driver call past its deadline on the device
+	replays          []replaySample
 }
 
 // persistenceHint is the advice for a GPU without persistence mode.
@@ -37,9 +46,10 @@ const persistenceHint = "persistence mode is off: the driver tears the GPU down 
 // Watch is one Runtime's health watch over its devices. Its methods are safe
 // for concurrent use.
 type Watch struct {
-	backend string
-	n       int
-	changed func()
+	backend  string
+	n        int
+	changed  func()
+	deadline func() time.Duration // the Runtime's call deadline now; 0 when off
 
 	mu      sync.Mutex // protects following fields
 	devices []Device
@@ -64,8 +74,10 @@ type Watch struct {
 // New returns the watch of n devices of the named backend, not started:
 // every device's health is unknown until Start. changed is called after
 // each change of what the watch knows, with no lock held; it must not block.
-func New(backend string, n int, changed func()) *Watch {
-	w := &Watch{backend: backend, n: n, changed: changed, devices: make([]Device, n)}
+// deadline is the Runtime's call deadline (0 when off), read at each of the
+// watch's driver calls, which it holds to monitorDeadline of it.
+func New(backend string, n int, changed func(), deadline func() time.Duration) *Watch {
+	w := &Watch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n)}
 	for i := range w.devices {
 		w.devices[i] = Device{Ordinal: i, Why: "unknown: the " + backend + " backend does not watch its devices' health"}
 	}
@@ -81,6 +93,7 @@ func (w *Watch) Start(b driver.Backend) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	ctx = driver.WithCallTracker(ctx, tracker{w})
 	done := make(chan struct{})
 	w.mu.Lock()
 	w.cancel, w.done = cancel, done
@@ -171,7 +184,11 @@ func (w *Watch) apply(ev driver.HealthEvent) {
 		w.Lose(ev.Ordinal, source, &driver.DriverError{Backend: w.backend, Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
 			Message: ev.Message, Hint: ev.Hint, Sticky: true})
 	}
+	now := time.Now()
 	w.update(ev.Ordinal, func(d *Device) {
+		if applyVerdict(d, ev, now) {
+			return
+		}
 		switch ev.Kind {
 		case driver.HealthWatching:
 			d.Watched, d.Why, d.WatchError = true, "", ""

@@ -1,0 +1,155 @@
+package device_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// waitStats waits on Stats.Changed until ok holds of the Runtime's stats,
+// failing the test after a bound no loaded machine reaches.
+func waitStats(t *testing.T, rt *device.Runtime, what string, ok func(device.Stats) bool) device.Stats {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		st := rt.Stats()
+		if ok(st) {
+			return st
+		}
+		select {
+		case <-st.Changed:
+		case <-timeout:
+			t.Fatalf("never %s; health: %+v", what, st.Health)
+		}
+	}
+}
+
+// verdictIs is a wait condition: device ordinal's verdict is v.
+func verdictIs(ordinal int, v device.Verdict) func(device.Stats) bool {
+	return func(st device.Stats) bool { return len(st.Health) > ordinal && st.Health[ordinal].Verdict == v }
+}
+
+// openSim opens a Runtime over a sim backend of two devices, initialized,
+// with its health watch watching both.
+func openSim(t *testing.T) (*device.Runtime, *sim.Backend) {
+	t.Helper()
+	s := sim.New(sim.WithDevices(2))
+	rt := device.New(s)
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.Init(context.Background()))
+	waitStats(t, rt, "watched", func(st device.Stats) bool {
+		return verdictIs(0, device.VerdictHealthy)(st) && verdictIs(1, device.VerdictHealthy)(st)
+	})
+	return rt, s
+}
+
+func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
+	recovery := func(a driver.RecoveryAction, action driver.HealthAction) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
+	}
+	cases := []struct {
+		name    string
+		events  []driver.HealthEvent
+		verdict device.Verdict
+		reason  string // in the verdict's reason
+		lost    bool
+	}{
+		{"a recovery action of reset loses the device",
+			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose)},
+			device.VerdictUnhealthy, "lost", true},
+		{"a reboot, too",
+			[]driver.HealthEvent{recovery(driver.RecoveryRebootNode, driver.HealthLose)},
+			device.VerdictUnhealthy, "lost", true},
+		{"a drain degrades it",
+			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade)},
+			device.VerdictDegraded, "recovery action drain", false},
+		{"a pending remap degrades it",
+			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "a row remap is pending"}},
+			device.VerdictDegraded, "row-remap: a row remap is pending", false},
+		{"a pending remap that a reset applied is healthy again",
+			[]driver.HealthEvent{
+				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "pending"},
+				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthRecover, Message: "applied"}},
+			device.VerdictHealthy, "", false},
+		{"a ring hang loses it",
+			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRingHang, Action: driver.HealthLose, Message: "the gfx ring hung"}},
+			device.VerdictUnhealthy, "gfx ring hung", true},
+		{"a reset after the loss says when a new process may use it",
+			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
+			device.VerdictUnhealthy, "a new process may use it", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt, s := openSim(t)
+			for _, ev := range c.events {
+				s.InjectHealthEvent(ev)
+			}
+			last := c.events[len(c.events)-1]
+			st := waitStats(t, rt, "judged", func(st device.Stats) bool {
+				h := st.Health[1]
+				return h.Verdict == c.verdict && (last.Action != driver.HealthRecover || !h.Recovered.IsZero())
+			})
+			h := st.Health[1]
+			assert.Contains(t, h.Reason, c.reason)
+			assert.False(t, h.Since.IsZero(), "since when")
+			assert.Equal(t, c.lost, len(st.Lost) == 1, "lost")
+			assert.Equal(t, device.VerdictHealthy, st.Health[0].Verdict, "the other device is healthy")
+			if last.Kind == driver.HealthRecovery {
+				assert.Equal(t, last.Recovery, h.Recovery)
+			}
+		})
+	}
+}
+
+func TestAHungMonitorCallMakesTheHealthUnknownNeverHealthy(t *testing.T) {
+	rt, s := openSim(t)
+	rt.SetCallDeadline(50 * time.Millisecond)
+	release := s.HangHealthWatch(0, "nvmlEventSetWait_v2")
+	defer release()
+	st := waitStats(t, rt, "unknown", verdictIs(0, device.VerdictUnknown))
+	h := st.Health[0]
+	assert.Equal(t, "nvmlEventSetWait_v2", h.HungCall)
+	assert.Contains(t, h.Reason, "nvmlEventSetWait_v2")
+	assert.Equal(t, device.VerdictHealthy, st.Health[1].Verdict, "the call was about device 0")
+	assert.Empty(t, st.Lost, "a hung monitor loses no device: it knows nothing")
+
+	// Shutdown does not wait for the hung call past its ctx.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	rt.Shutdown(ctx)
+	st = rt.Stats()
+	assert.True(t, st.HealthWatchAbandoned, "the hung call's goroutine is accounted for")
+	assert.Equal(t, device.VerdictUnknown, st.Health[0].Verdict)
+	assert.Equal(t, device.VerdictUnknown, st.Health[1].Verdict, "an abandoned watch knows nothing of either")
+}
+
+func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
+	rt, s := openSim(t)
+	rt.SetCallDeadline(50 * time.Millisecond)
+	release := s.HangHealthWatch(-1, "nvmlDeviceGetFieldValues")
+	waitStats(t, rt, "unknown", func(st device.Stats) bool {
+		return verdictIs(0, device.VerdictUnknown)(st) && verdictIs(1, device.VerdictUnknown)(st)
+	})
+	release()
+	st := waitStats(t, rt, "healthy again", verdictIs(1, device.VerdictHealthy))
+	assert.Empty(t, st.Health[1].HungCall)
+}
+
+func TestStatsChangedClosesAtTheNextChangeOnly(t *testing.T) {
+	rt, s := openSim(t)
+	before := rt.Stats().Changed
+	select {
+	case <-before:
+		t.Fatal("closed with no change")
+	default:
+	}
+	s.InjectXid(0, 13)
+	<-before // an application's Xid is counted: a change
+	assert.NotEqual(t, before, rt.Stats().Changed, "a new channel for the next change")
+}
