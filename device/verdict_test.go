@@ -2,6 +2,7 @@ package device_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -152,4 +153,37 @@ func TestStatsChangedClosesAtTheNextChangeOnly(t *testing.T) {
 	s.InjectXid(0, 13)
 	<-before // an application's Xid is counted: a change
 	assert.NotEqual(t, before, rt.Stats().Changed, "a new channel for the next change")
+}
+
+func TestAHungMonitorCallIsTheOnlyGoroutineShutdownLeaves(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := sim.New(sim.WithDevices(2))
+	rt := device.New(s)
+	require.NoError(t, rt.Init(context.Background()))
+	waitStats(t, rt, "watched", verdictIs(1, device.VerdictHealthy))
+	rt.SetCallDeadline(50 * time.Millisecond)
+	release := s.HangHealthWatch(1, "nvmlDeviceGetPcieReplayCounter")
+	defer release()
+	waitStats(t, rt, "unknown", verdictIs(1, device.VerdictUnknown))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rt.Shutdown(ctx)
+	assert.Less(t, time.Since(start), 5*time.Second, "shutdown within its ctx, not the call's")
+	require.True(t, rt.Stats().HealthWatchAbandoned)
+	// Poll the count from this goroutine: a helper's own goroutine would be
+	// counted.
+	untilLeft := func(n int, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine()-before > n; {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("%s: %d goroutines left\n%s", what, runtime.NumGoroutine()-before, buf[:runtime.Stack(buf, true)])
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	untilLeft(1, "the watch's goroutine, stuck in the call, is all that is left")
+	release()
+	untilLeft(0, "once the call returns, nothing is left")
 }
