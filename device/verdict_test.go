@@ -32,7 +32,7 @@ func waitStats(t *testing.T, rt *device.Runtime, what string, ok func(device.Sta
 }
 
 // verdictIs is a wait condition: device ordinal's verdict is v.
-func verdictIs(ordinal int, v device.Verdict) func(device.Stats) bool {
+func verdictIs(ordinal int, v driver.Verdict) func(device.Stats) bool {
 	return func(st device.Stats) bool { return len(st.Health) > ordinal && st.Health[ordinal].Verdict == v }
 }
 
@@ -45,7 +45,7 @@ func openSim(t *testing.T) (*device.Runtime, *sim.Backend) {
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
 	require.NoError(t, rt.Init(context.Background()))
 	waitStats(t, rt, "watched", func(st device.Stats) bool {
-		return verdictIs(0, device.VerdictHealthy)(st) && verdictIs(1, device.VerdictHealthy)(st)
+		return verdictIs(0, driver.VerdictHealthy)(st) && verdictIs(1, driver.VerdictHealthy)(st)
 	})
 	return rt, s
 }
@@ -57,33 +57,33 @@ func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
 	cases := []struct {
 		name    string
 		events  []driver.HealthEvent
-		verdict device.Verdict
+		verdict driver.Verdict
 		reason  string // in the verdict's reason
 		lost    bool
 	}{
 		{"a recovery action of reset loses the device",
 			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose)},
-			device.VerdictUnhealthy, "lost", true},
+			driver.VerdictUnhealthy, "lost", true},
 		{"a reboot, too",
 			[]driver.HealthEvent{recovery(driver.RecoveryRebootNode, driver.HealthLose)},
-			device.VerdictUnhealthy, "lost", true},
+			driver.VerdictUnhealthy, "lost", true},
 		{"a drain degrades it",
 			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade)},
-			device.VerdictDegraded, "recovery action drain", false},
+			driver.VerdictDegraded, "recovery action drain", false},
 		{"a pending remap degrades it",
 			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "a row remap is pending"}},
-			device.VerdictDegraded, "row-remap: a row remap is pending", false},
+			driver.VerdictDegraded, "row-remap: a row remap is pending", false},
 		{"a pending remap that a reset applied is healthy again",
 			[]driver.HealthEvent{
 				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "pending"},
 				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthRecover, Message: "applied"}},
-			device.VerdictHealthy, "", false},
+			driver.VerdictHealthy, "", false},
 		{"a ring hang loses it",
 			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRingHang, Action: driver.HealthLose, Message: "the gfx ring hung"}},
-			device.VerdictUnhealthy, "gfx ring hung", true},
+			driver.VerdictUnhealthy, "gfx ring hung", true},
 		{"a reset after the loss says when a new process may use it",
 			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			device.VerdictUnhealthy, "a new process may use it", true},
+			driver.VerdictUnhealthy, "a new process may use it", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
 			assert.Contains(t, h.Reason, c.reason)
 			assert.False(t, h.Since.IsZero(), "since when")
 			assert.Equal(t, c.lost, len(st.Lost) == 1, "lost")
-			assert.Equal(t, device.VerdictHealthy, st.Health[0].Verdict, "the other device is healthy")
+			assert.Equal(t, driver.VerdictHealthy, st.Health[0].Verdict, "the other device is healthy")
 			if last.Kind == driver.HealthRecovery {
 				assert.Equal(t, last.Recovery, h.Recovery)
 			}
@@ -113,11 +113,11 @@ func TestAHungMonitorCallMakesTheHealthUnknownNeverHealthy(t *testing.T) {
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(0, "nvmlEventSetWait_v2")
 	defer release()
-	st := waitStats(t, rt, "unknown", verdictIs(0, device.VerdictUnknown))
+	st := waitStats(t, rt, "unknown", verdictIs(0, driver.VerdictUnknown))
 	h := st.Health[0]
 	assert.Equal(t, "nvmlEventSetWait_v2", h.HungCall)
 	assert.Contains(t, h.Reason, "nvmlEventSetWait_v2")
-	assert.Equal(t, device.VerdictHealthy, st.Health[1].Verdict, "the call was about device 0")
+	assert.Equal(t, driver.VerdictHealthy, st.Health[1].Verdict, "the call was about device 0")
 	assert.Empty(t, st.Lost, "a hung monitor loses no device: it knows nothing")
 
 	// Shutdown does not wait for the hung call past its ctx.
@@ -126,8 +126,8 @@ func TestAHungMonitorCallMakesTheHealthUnknownNeverHealthy(t *testing.T) {
 	rt.Shutdown(ctx)
 	st = rt.Stats()
 	assert.True(t, st.HealthWatchAbandoned, "the hung call's goroutine is accounted for")
-	assert.Equal(t, device.VerdictUnknown, st.Health[0].Verdict)
-	assert.Equal(t, device.VerdictUnknown, st.Health[1].Verdict, "an abandoned watch knows nothing of either")
+	assert.Equal(t, driver.VerdictUnknown, st.Health[0].Verdict)
+	assert.Equal(t, driver.VerdictUnknown, st.Health[1].Verdict, "an abandoned watch knows nothing of either")
 }
 
 func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
@@ -135,10 +135,10 @@ func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(-1, "nvmlDeviceGetFieldValues")
 	waitStats(t, rt, "unknown", func(st device.Stats) bool {
-		return verdictIs(0, device.VerdictUnknown)(st) && verdictIs(1, device.VerdictUnknown)(st)
+		return verdictIs(0, driver.VerdictUnknown)(st) && verdictIs(1, driver.VerdictUnknown)(st)
 	})
 	release()
-	st := waitStats(t, rt, "healthy again", verdictIs(1, device.VerdictHealthy))
+	st := waitStats(t, rt, "healthy again", verdictIs(1, driver.VerdictHealthy))
 	assert.Empty(t, st.Health[1].HungCall)
 }
 
@@ -160,11 +160,11 @@ func TestAHungMonitorCallIsTheOnlyGoroutineShutdownLeaves(t *testing.T) {
 	s := sim.New(sim.WithDevices(2))
 	rt := device.New(s)
 	require.NoError(t, rt.Init(context.Background()))
-	waitStats(t, rt, "watched", verdictIs(1, device.VerdictHealthy))
+	waitStats(t, rt, "watched", verdictIs(1, driver.VerdictHealthy))
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(1, "nvmlDeviceGetPcieReplayCounter")
 	defer release()
-	waitStats(t, rt, "unknown", verdictIs(1, device.VerdictUnknown))
+	waitStats(t, rt, "unknown", verdictIs(1, driver.VerdictUnknown))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

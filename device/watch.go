@@ -39,12 +39,12 @@ type DeviceHealth struct {
 	// Verdict is the device's health in one word; Reason says why in a
 	// sentence ("" when healthy), and Since is when it became so (zero
 	// while unknown from the start).
-	Verdict Verdict
+	Verdict driver.Verdict
 	Reason  string
 	Since   time.Time
 	// Conditions are the driver's own verdicts that are not healthy, one
 	// per kind, as their last events set them, most severe first.
-	Conditions []Condition
+	Conditions []driver.Condition
 	// Recovery is what the driver says the GPU needs (NVML's GPU recovery
 	// action); driver.RecoveryUnknown where it cannot say.
 	Recovery driver.RecoveryAction
@@ -105,7 +105,7 @@ func (r *Runtime) republish() {
 		h := &v.health[i]
 		if i < len(old.health) && old.health[i].Verdict == h.Verdict {
 			h.Since = old.health[i].Since
-		} else if h.Verdict != VerdictUnknown || i < len(old.health) {
+		} else if h.Verdict != driver.VerdictUnknown || i < len(old.health) {
 			h.Since = now
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 )
 
@@ -153,7 +154,7 @@ func boolMetric(v bool) int {
 }
 
 // verdicts are the device verdicts' names, in the order metrics list them.
-var verdicts = []device.Verdict{device.VerdictHealthy, device.VerdictDegraded, device.VerdictUnhealthy, device.VerdictUnknown}
+var verdicts = []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy, driver.VerdictUnknown}
 
 // verdictMetrics renders each device's verdict as a state set (1 for its
 // verdict, 0 for the others), and the driver's recovery action where it
@@ -161,7 +162,7 @@ var verdicts = []device.Verdict{device.VerdictHealthy, device.VerdictDegraded, d
 func verdictMetrics(b *bytes.Buffer, r report, labels func(deviceInfo) string, gauge func(name, help string)) {
 	gauge("gpuinit_device_verdict", "The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.")
 	for _, d := range r.Devices {
-		v := device.VerdictUnknown
+		v := driver.VerdictUnknown
 		if d.Health != nil {
 			v = d.Health.Verdict
 		}
@@ -184,10 +185,10 @@ func worstVerdict(devices []deviceInfo) string {
 	if len(devices) == 0 {
 		return ""
 	}
-	rank := map[device.Verdict]int{device.VerdictHealthy: 0, device.VerdictUnknown: 1, device.VerdictDegraded: 2, device.VerdictUnhealthy: 3}
-	worst := device.VerdictHealthy
+	rank := map[driver.Verdict]int{driver.VerdictHealthy: 0, driver.VerdictUnknown: 1, driver.VerdictDegraded: 2, driver.VerdictUnhealthy: 3}
+	worst := driver.VerdictHealthy
 	for _, d := range devices {
-		v := device.VerdictUnknown
+		v := driver.VerdictUnknown
 		if d.Health != nil {
 			v = d.Health.Verdict
 		}

@@ -5,24 +5,24 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestTheNodesHealthLabelIsItsWorstDevicesVerdict(t *testing.T) {
-	dev := func(v device.Verdict) deviceInfo { return deviceInfo{Health: &health.DeviceHealth{Verdict: v}} }
+	dev := func(v driver.Verdict) deviceInfo { return deviceInfo{Health: &health.DeviceHealth{Verdict: v}} }
 	cases := []struct {
 		name    string
 		devices []deviceInfo
 		want    string
 	}{
 		{"no devices, no label", nil, ""},
-		{"every device healthy", []deviceInfo{dev(device.VerdictHealthy), dev(device.VerdictHealthy)}, "healthy"},
-		{"one unknown among healthy", []deviceInfo{dev(device.VerdictHealthy), dev(device.VerdictUnknown)}, "unknown"},
-		{"a device without health is unknown", []deviceInfo{dev(device.VerdictHealthy), {}}, "unknown"},
-		{"degraded outranks unknown", []deviceInfo{dev(device.VerdictUnknown), dev(device.VerdictDegraded)}, "degraded"},
-		{"unhealthy outranks all", []deviceInfo{dev(device.VerdictDegraded), dev(device.VerdictUnhealthy), dev(device.VerdictUnknown)}, "unhealthy"},
+		{"every device healthy", []deviceInfo{dev(driver.VerdictHealthy), dev(driver.VerdictHealthy)}, "healthy"},
+		{"one unknown among healthy", []deviceInfo{dev(driver.VerdictHealthy), dev(driver.VerdictUnknown)}, "unknown"},
+		{"a device without health is unknown", []deviceInfo{dev(driver.VerdictHealthy), {}}, "unknown"},
+		{"degraded outranks unknown", []deviceInfo{dev(driver.VerdictUnknown), dev(driver.VerdictDegraded)}, "degraded"},
+		{"unhealthy outranks all", []deviceInfo{dev(driver.VerdictDegraded), dev(driver.VerdictUnhealthy), dev(driver.VerdictUnknown)}, "unhealthy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, worstVerdict(c.devices)) })
@@ -31,8 +31,8 @@ func TestTheNodesHealthLabelIsItsWorstDevicesVerdict(t *testing.T) {
 
 func TestEachDevicesVerdictIsAStateSetAndItsRecoveryActionASeries(t *testing.T) {
 	r := report{Backend: "cuda", Devices: []deviceInfo{
-		{Ordinal: 0, UUID: "GPU-a", Health: &health.DeviceHealth{Verdict: device.VerdictUnhealthy, Recovery: "reset-gpu"}},
-		{Ordinal: 1, UUID: "GPU-b", Health: &health.DeviceHealth{Verdict: device.VerdictHealthy}},
+		{Ordinal: 0, UUID: "GPU-a", Health: &health.DeviceHealth{Verdict: driver.VerdictUnhealthy, Recovery: "reset-gpu"}},
+		{Ordinal: 1, UUID: "GPU-b", Health: &health.DeviceHealth{Verdict: driver.VerdictHealthy}},
 	}}
 	var b bytes.Buffer
 	labels := func(d deviceInfo) string { return fmt.Sprintf("ordinal=\"%d\"", d.Ordinal) }

@@ -82,7 +82,7 @@ func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadl
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
 
 // WithDegradedNotReady makes readiness fail while a device is degraded
-// (device.VerdictDegraded: a pending row remap, a PCIe replay storm, a
+// (driver.VerdictDegraded: a pending row remap, a PCIe replay storm, a
 // drain the driver asks for, a fabric at limited capacity), so that the
 // orchestrator moves traffic off the pod while the device still works. By
 // default a degraded device keeps the pod ready: its work still runs, and

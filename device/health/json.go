@@ -52,10 +52,10 @@ type Device struct {
 type DeviceHealth struct {
 	// Verdict is the device's health in one word: healthy, degraded,
 	// unhealthy or unknown; Reason says why (device.DeviceHealth.Verdict).
-	Verdict     device.Verdict         `json:"verdict"`
+	Verdict     driver.Verdict         `json:"verdict"`
 	Reason      string                 `json:"reason,omitempty"`
 	Since       *time.Time             `json:"since,omitempty"`
-	Conditions  []device.Condition     `json:"conditions,omitempty"`
+	Conditions  []driver.Condition     `json:"conditions,omitempty"`
 	Recovery    string                 `json:"recovery_action,omitempty"` // the driver's: none, reset-gpu, reboot-node, drain, service
 	Replays     float64                `json:"pcie_replays_per_minute,omitempty"`
 	Fabric      *driver.FabricState    `json:"fabric,omitempty"`

@@ -407,7 +407,7 @@ func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T)
 			h := health.New(rt, append([]health.Option{quiet}, c.opts...)...)
 			defer h.Close()
 			s.InjectHealthEvent(remap)
-			for st := rt.Stats(); st.Health[1].Verdict != device.VerdictDegraded; st = rt.Stats() {
+			for st := rt.Stats(); st.Health[1].Verdict != driver.VerdictDegraded; st = rt.Stats() {
 				<-st.Changed
 			}
 			ready, reason := h.Readiness()
@@ -419,7 +419,7 @@ func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T)
 			assert.True(t, live, "a restart cannot help a degraded device")
 			dh := status(t, h).Devices[1].Health
 			require.NotNil(t, dh)
-			assert.Equal(t, device.VerdictDegraded, dh.Verdict)
+			assert.Equal(t, driver.VerdictDegraded, dh.Verdict)
 			require.Len(t, dh.Conditions, 1)
 			assert.Equal(t, "reset the GPU to apply it", dh.Conditions[0].Hint)
 		})
