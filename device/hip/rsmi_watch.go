@@ -110,7 +110,6 @@ func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEve
 		bus := fmt.Sprintf("%04x:%02x:%02x.%x", id>>32&0xffffffff, id>>8&0xff, id>>3&0x1f, id&7)
 		byBus[bus] = append(byBus[bus], i)
 	}
-	var left []int
 	for ordinal, bus := range busIDs {
 		indexes := byBus[bus]
 		why := ""
@@ -123,7 +122,6 @@ func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEve
 			why = w.start(ctx, ordinal, indexes[0])
 		}
 		if why != "" {
-			left = append(left, ordinal)
 			unwatched([]int{ordinal}, why)
 			continue
 		}
