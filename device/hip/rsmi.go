@@ -13,6 +13,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -106,12 +107,29 @@ func smiEventGet(ms int, buf unsafe.Pointer, room int) (int, int) {
 func smiEventBuffer(room int) unsafe.Pointer { return C.calloc(C.size_t(room), C.size_t(maxEntrySize)) }
 func smiFree(p unsafe.Pointer)               { C.free(p) }
 
-// smiStatus names an rsmi_status_t as the library does ("RSMI_STATUS_INIT_ERROR:
-// ..."), with the raw code.
+// smiStatusNames are rsmi_status_t's names, from rocm_smi.h (the same in
+// every release that has the event API).
+var smiStatusNames = []string{"RSMI_STATUS_SUCCESS", "RSMI_STATUS_INVALID_ARGS", "RSMI_STATUS_NOT_SUPPORTED",
+	"RSMI_STATUS_FILE_ERROR", "RSMI_STATUS_PERMISSION", "RSMI_STATUS_OUT_OF_RESOURCES", "RSMI_STATUS_INTERNAL_EXCEPTION",
+	"RSMI_STATUS_INPUT_OUT_OF_BOUNDS", "RSMI_STATUS_INIT_ERROR", "RSMI_STATUS_NOT_YET_IMPLEMENTED", "RSMI_STATUS_NOT_FOUND",
+	"RSMI_STATUS_INSUFFICIENT_SIZE", "RSMI_STATUS_INTERRUPT", "RSMI_STATUS_UNEXPECTED_SIZE", "RSMI_STATUS_NO_DATA",
+	"RSMI_STATUS_UNEXPECTED_DATA", "RSMI_STATUS_BUSY", "RSMI_STATUS_REFCOUNT_OVERFLOW"}
+
+// smiStatus names an rsmi_status_t with its raw code, its name and the
+// library's own description ("8 RSMI_STATUS_INIT_ERROR (An error occurred
+// ...)"); 5.2.3's rsmi_status_string gives only the description for most.
 func smiStatus(r int) string {
+	name := "an unknown rsmi_status_t"
+	if r >= 0 && r < len(smiStatusNames) {
+		name = smiStatusNames[r]
+	}
 	var s *C.char
 	if C.gpuinit_rsmiStatusString(C.rsmi_status_t(r), &s) != 0 || s == nil {
-		return fmt.Sprintf("rsmi_status_t %d", r)
+		return fmt.Sprintf("%d %s", r, name)
 	}
-	return fmt.Sprintf("%d %s", r, dynload.GoString(unsafe.Pointer(s), dynload.MaxMessage))
+	desc := dynload.GoString(unsafe.Pointer(s), dynload.MaxMessage)
+	if rest, ok := strings.CutPrefix(desc, name+":"); ok {
+		desc = strings.TrimSpace(rest)
+	}
+	return fmt.Sprintf("%d %s (%s)", r, name, desc)
 }

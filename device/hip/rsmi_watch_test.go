@@ -335,3 +335,34 @@ func TestChildSMIRingHang(t *testing.T) {
 	assert.ErrorContains(t, r.CheckDevice(0), "a ring (a GPU queue) hung")
 	assert.NoError(t, r.CheckDevice(1))
 }
+
+// TestRealSMI binds whatever librocm_smi64 the loader finds beside the fake
+// HIP: in CI's hip leg Debian's 5.2.3, whose rsmi_init fails with no GPU.
+func TestRealSMI(t *testing.T) {
+	env, _ := fakeHost(t, fakedriver.HIP, EnvSMILibrary+"=")
+	out, skipped := startChild(t, "TestChildRealSMI", env...)
+	if skipped {
+		t.Skipf("no ROCm SMI here:\n%s", out)
+	}
+	t.Log(out)
+}
+
+func TestChildRealSMI(t *testing.T) {
+	child(t)
+	if _, err := loadSMI(); err != nil && strings.Contains(err.Error(), "not found") {
+		t.Skip("no librocm_smi64 on this machine:", err)
+	}
+	w := startWatch(t)
+	for o := range 2 {
+		ev := w.waitFor(t, "device's events placed or not", func(ev driver.HealthEvent) bool {
+			return ev.Ordinal == o && (ev.Kind == driver.HealthUnwatched && strings.Contains(ev.Message, "events") ||
+				ev.Kind == driver.HealthWatching && strings.Contains(ev.Message, "ROCm SMI"))
+		})
+		t.Logf("device %d: %s: %s", o, ev.Kind, ev.Message)
+		if ev.Kind == driver.HealthUnwatched { // no GPU: rsmi_init fails, or finds no device
+			assert.Regexp(t, `ROCm SMI could not start: rsmi_init answered \d+ RSMI_STATUS_|ROCm SMI finds no device|no ROCm SMI device has`, ev.Message)
+		}
+	}
+	lib, _ := loadSMI()
+	t.Logf("bound every ROCm SMI symbol in %s", lib.Path)
+}
