@@ -15,7 +15,9 @@ type DeviceHealth struct {
 	Ordinal int
 	// Watched reports that the device's health events are watched. Where
 	// they are not (no NVML, no event API, a backend without a watch) the
-	// device's health is unknown, and Why says why: never "healthy".
+	// device's health is unknown, and Why says why: never "healthy". A
+	// device is watched while any of its backend's sources watches it (AMD:
+	// RAS counters, ROCm SMI events); Why then names those that do not.
 	Watched bool
 	Why     string
 	// Counted are the events counted against the device, by kind and code

@@ -57,13 +57,13 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	for ordinal, busID := range s.busIDs {
 		dir, err := ras.Dir(sys, busID)
 		if err != nil {
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, At: time.Now(),
+			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, Name: "ras", At: time.Now(),
 				Message: fmt.Sprintf("hip: the health of device %d is unknown: %v", ordinal, err)})
 			continue
 		}
 		dirs[ordinal] = dir
 		watched++
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now(), Message: "amdgpu RAS counters"})
+		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, Name: "ras", At: time.Now(), Message: "amdgpu RAS counters"})
 	}
 	if watched == 0 && events == nil {
 		return fmt.Errorf("%w: hip: no device has amdgpu RAS counters under %s, nor ROCm SMI events", driver.ErrNotSupported, sys)

@@ -56,7 +56,7 @@ func smiFailure(ctx context.Context, op string, r int) string {
 func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEvent)) *smiWatch {
 	unwatched := func(ordinals []int, why string) *smiWatch {
 		for _, o := range ordinals {
-			report(driver.HealthEvent{Ordinal: o, Kind: driver.HealthUnwatched, At: time.Now(),
+			report(driver.HealthEvent{Ordinal: o, Kind: driver.HealthUnwatched, Name: "rocm-smi", At: time.Now(),
 				Message: fmt.Sprintf("hip: device %d's events (VM faults, thermal throttling, resets, ring hangs) are unknown: %s", o, why)})
 		}
 		return nil
@@ -125,7 +125,7 @@ func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEve
 			unwatched([]int{ordinal}, why)
 			continue
 		}
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now(),
+		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, Name: "rocm-smi", At: time.Now(),
 			Message: fmt.Sprintf("ROCm SMI %s events: %s", w.version, w.layout.name)})
 	}
 	if len(w.ordinal) == 0 {

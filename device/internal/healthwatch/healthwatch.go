@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,28 @@ type Device struct {
 	Recovered        time.Time // when the driver last said the device is usable again
 	HungCall         string    // the watch's driver call past its deadline on the device
 	replays          []replaySample
+	sources          map[string]string // each source's state: "" watching, else why not
+}
+
+// watchedBy records that the backend's source (its HealthWatching or
+// HealthUnwatched event's Name: "ras", "rocm-smi"; "" for a backend of one
+// source) watches the device, or why not. The device is watched while any
+// source watches it; Why lists the sources that do not, in their order.
+func (d *Device) watchedBy(source, whyNot string) {
+	if d.sources == nil {
+		d.sources = map[string]string{}
+	}
+	d.sources[source] = whyNot
+	d.Watched, d.Why = false, ""
+	var whys []string
+	for _, k := range slices.Sorted(maps.Keys(d.sources)) {
+		if why := d.sources[k]; why == "" {
+			d.Watched = true
+		} else {
+			whys = append(whys, why)
+		}
+	}
+	d.Why = strings.Join(whys, "; ")
 }
 
 // persistenceHint is the advice for a GPU without persistence mode.
@@ -121,7 +144,7 @@ func (w *Watch) Start(b driver.Backend) {
 			if !errors.Is(err, driver.ErrNotSupported) {
 				why = "unknown: the health watch failed: " + err.Error()
 			}
-			w.update(-1, func(d *Device) { d.Watched, d.Why = false, why })
+			w.update(-1, func(d *Device) { d.Watched, d.Why, d.sources = false, why, nil })
 		}
 	}()
 }
@@ -159,7 +182,7 @@ func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 	w.abandoned.Store(true)
 	why := "unknown: the health watch was stopped, but its driver call had not returned when the shutdown's time ran out, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
 	for i := range w.devices {
-		w.devices[i].Watched, w.devices[i].Why = false, why
+		w.devices[i].Watched, w.devices[i].Why, w.devices[i].sources = false, why, nil
 	}
 	w.publish()
 	w.mu.Unlock()
@@ -191,9 +214,10 @@ func (w *Watch) apply(ev driver.HealthEvent) {
 		}
 		switch ev.Kind {
 		case driver.HealthWatching:
-			d.Watched, d.Why, d.WatchError = true, "", ""
+			d.watchedBy(ev.Name, "")
+			d.WatchError = ""
 		case driver.HealthUnwatched:
-			d.Watched, d.Why = false, ev.Message
+			d.watchedBy(ev.Name, ev.Message)
 		case driver.HealthRead:
 			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
 			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {

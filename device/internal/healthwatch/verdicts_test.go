@@ -123,3 +123,38 @@ func TestTheReplayRateDegradesAboveEightAMinuteAndClearsBelow(t *testing.T) {
 		})
 	}
 }
+
+func TestADeviceIsWatchedWhileAnyOfItsSourcesWatchesIt(t *testing.T) {
+	watching := func(src string) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching, Name: src}
+	}
+	unwatched := func(src, why string) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 0, Kind: driver.HealthUnwatched, Name: src, Message: why}
+	}
+	cases := []struct {
+		name    string
+		events  []driver.HealthEvent
+		watched bool
+		why     string
+	}{
+		{"one source of one backend", []driver.HealthEvent{watching("")}, true, ""},
+		{"events unknown, RAS read: watched, and says which is not",
+			[]driver.HealthEvent{unwatched("rocm-smi", "no librocm_smi64"), watching("ras")}, true, "no librocm_smi64"},
+		{"RAS reported last cannot hide the events' watch",
+			[]driver.HealthEvent{watching("rocm-smi"), unwatched("ras", "no RAS counters")}, true, "no RAS counters"},
+		{"neither: unknown, both reasons",
+			[]driver.HealthEvent{unwatched("rocm-smi", "no librocm_smi64"), unwatched("ras", "no RAS counters")}, false, "no RAS counters; no librocm_smi64"},
+		{"a source that starts watching later", []driver.HealthEvent{unwatched("rocm-smi", "init failed"), watching("rocm-smi")}, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := New("hip", 1, func() {}, nil)
+			for _, e := range c.events {
+				w.apply(e)
+			}
+			d := w.Devices()[0]
+			assert.Equal(t, c.watched, d.Watched)
+			assert.Equal(t, c.why, d.Why)
+		})
+	}
+}
