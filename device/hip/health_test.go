@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,4 +238,42 @@ func waitVerdict(t *testing.T, rt *device.Runtime, ok func([]device.DeviceHealth
 			t.Fatalf("never so: %+v", st.Health)
 		}
 	}
+}
+
+// TestTheWatchUsesLittleCPUWhileNothingHappens measures the AMD watch's CPU
+// use per device per minute on a quiet host: ROCm SMI's waits (500 ms each)
+// and the RAS reads (every 10 s), over fakes that wait without spinning.
+func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
+	env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_POLL_MS=500")
+	out := runChild(t, "TestChildWatchCPU", env...)
+	if i := strings.Index(out, "watch CPU per device per minute:"); i >= 0 {
+		t.Log(strings.SplitN(out[i:], "\n", 2)[0])
+	}
+}
+
+func TestChildWatchCPU(t *testing.T) {
+	child(t)
+	setRAS(t, "0000:c1:00.0", 0, 0)
+	setRAS(t, "0000:03:00.0", 0, 0)
+	rt := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
+	require.NoError(t, rt.Init(context.Background()))
+	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
+		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
+	})
+	const window = 3 * time.Second
+	before := cpuTime(t)
+	time.Sleep(window) // the measurement's window: nothing happens in it
+	used := cpuTime(t) - before
+	perDeviceMinute := used * time.Duration(time.Minute/window) / time.Duration(len(hs))
+	t.Logf("CPU per device per minute: %v (%v over %v, %d devices)", perDeviceMinute, used, window, len(hs))
+	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, len(hs))
+	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,6 +37,8 @@
 //   GPUINIT_FAKE_RSMI_FAIL_CALL, _FAIL_CODE, _FAIL_TIMES
 //                              that call returns _FAIL_CODE (default 6, an internal
 //                              exception) its first _FAIL_TIMES times (default: always)
+//   GPUINIT_FAKE_RSMI_POLL_MS  how often a waiting rsmi_event_notification_get looks at
+//                              the events file (default 2)
 //   GPUINIT_FAKE_LOG_PID       if set, each log line ends with " pid=N"
 //
 // Define GPUINIT_FAKE_RSMI_OMIT_<function> to leave rsmi_version_get or
@@ -251,8 +253,13 @@ rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *d
 	if (!num || !data || *num == 0) return INVALID_ARGS;
 	uint32_t room = *num;
 	*num = 0;
-	struct timespec step = {0, 2000000}; // polls the file every 2 ms: the test's latency, not a real driver's
-	for (int waited = 0;; waited += 2) {
+	// Polls the file every 2 ms (the test's latency, not a real driver's),
+	// or every _POLL_MS, so that a test of the watch's own CPU use measures
+	// the watch, not the fake.
+	int poll = envint("GPUINIT_FAKE_RSMI_POLL_MS", 2);
+	if (poll < 1) poll = 1;
+	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000};
+	for (int waited = 0;; waited += poll) {
 		char line[512];
 		while (*num < room && next_event(line, sizeof line)) {
 			if (strncmp(line, "hang", 4) == 0) {
