@@ -65,8 +65,8 @@ func (v *Verdict) UnmarshalText(text []byte) error {
 // rate, the fabric, a reset in progress, an AMD ring hang.
 type Condition struct {
 	Kind    HealthKind `json:"kind"`
-	Verdict Verdict           `json:"verdict"`
-	Message string            `json:"message"`        // what the driver said, in words
-	Hint    string            `json:"hint,omitempty"` // what to do about it
-	At      time.Time         `json:"at"`             // when the event that set it came
+	Verdict Verdict    `json:"verdict"`
+	Message string     `json:"message"`        // what the driver said, in words
+	Hint    string     `json:"hint,omitempty"` // what to do about it
+	At      time.Time  `json:"at"`             // when the event that set it came
 }
