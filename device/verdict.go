@@ -7,8 +7,9 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
 )
 
-// judge is a device's verdict and its reason: unhealthy once lost, unknown
-// while not watched, else the most severe of the driver's conditions.
+// judge is a device's verdict and its reason. It is unhealthy once lost,
+// and unknown while not watched. Otherwise it is the most severe of the
+// driver's conditions, or healthy.
 func judge(h DeviceHealth, lost []LostDevice) (driver.Verdict, string) {
 	for _, l := range lost {
 		if l.Ordinal == h.Ordinal {

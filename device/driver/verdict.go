@@ -5,30 +5,33 @@ import (
 	"time"
 )
 
-// Verdict is a device's health in one word, from everything the Runtime
-// knows of it: its losses, its health watch, and the driver's own verdicts
-// (the recovery action, row remapping, the PCIe replay rate, the fabric).
-// The zero value is VerdictUnknown: a device is never healthy by default.
+// Verdict is a device's health in one word. It weighs everything the
+// Runtime knows of the device: its losses, its health watch, and the
+// driver's own verdicts. Those are the recovery action, row remapping, the
+// PCIe replay rate, and the fabric. The zero value is [VerdictUnknown]: a
+// device is never healthy by default.
 type Verdict int
 
-// The verdicts, from least to most severe but for Unknown, which says
-// nothing of the device.
+// The verdicts, from least to most severe. VerdictUnknown is the exception:
+// it says nothing of the device.
 const (
-	// VerdictUnknown: the Runtime cannot say. Nothing watches the device
-	// (no NVML, no ROCm SMI, a backend without a watch), or the watch is
-	// stopped, abandoned, or stuck in a driver call past its deadline.
+	// VerdictUnknown means the Runtime cannot say. Nothing watches the
+	// device (no NVML, no ROCm SMI, a backend without a watch). Or the watch
+	// is stopped, abandoned, or stuck in a driver call past its deadline.
 	VerdictUnknown Verdict = iota
-	// VerdictHealthy: the device is watched and nothing is wrong with it.
+	// VerdictHealthy means the device is watched and nothing is wrong.
 	VerdictHealthy
-	// VerdictDegraded: the device works but needs attention soon: a row
-	// remap waits for a reset, PCIe replays run above 8 a minute, the
-	// driver asks for a drain, the fabric runs at limited capacity. Work
-	// may still run on it; see health.WithDegradedReady for readiness.
+	// VerdictDegraded means the device works but needs attention soon. A
+	// row remap waits for a reset, PCIe replays run above 8 a minute, the
+	// driver asks for a drain, or the fabric runs at limited capacity. Work
+	// may still run on it. Readiness stays 200 unless the
+	// server says otherwise (health.WithDegradedNotReady).
 	VerdictDegraded
-	// VerdictUnhealthy: the device is lost for the rest of the process (a
-	// fatal Xid, a hung call, a recovery action of reset or reboot, a failed
-	// row remap, a ring hang). Only a new process can use it again, and only
-	// after the driver reports it recovered.
+	// VerdictUnhealthy means the device is lost for the rest of the
+	// process. The cause is a fatal Xid, a hung call, a recovery action of
+	// reset or reboot, a failed row remap, or a ring hang. Only a new
+	// process can use it again, and only after the driver reports it
+	// recovered.
 	VerdictUnhealthy
 )
 
@@ -61,8 +64,9 @@ func (v *Verdict) UnmarshalText(text []byte) error {
 }
 
 // Condition is one of the driver's verdicts on a device, as its last event
-// of that kind set it: the recovery action, the row-remap state, the replay
-// rate, the fabric, a reset in progress, an AMD ring hang.
+// of that kind set it. Its kinds are the recovery action, the row-remap
+// state, the replay rate, the fabric, a reset in progress, and an AMD ring
+// hang.
 type Condition struct {
 	Kind    HealthKind `json:"kind"`
 	Verdict Verdict    `json:"verdict"`
