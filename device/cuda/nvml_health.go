@@ -47,23 +47,31 @@ const (
 var countersEvery = 30 * time.Second
 
 // WatchHealth watches the devices' NVML events (Xid critical errors, single-
-// and double-bit ECC) until ctx ends: an Xid is classified by NVIDIA's Xid
-// catalog (device/internal/xid: one that needs a reset, a reboot or service
-// loses the device, an application's error is counted); a double-bit ECC
-// error loses the device and a single-bit one is counted. Each device's
-// counters (ECC mode and counts, row remapping, retired pages and whether a
-// retirement is pending, persistence mode, clock throttle reasons) are read
-// at the start and every 30 s. Devices are matched
-// to events by their NVML handle, looked up by UUID, never by index. A device
-// that cannot register for events (Jetson, some vGPU) is reported unwatched:
-// its health is unknown. Where NVML cannot be loaded or has no event API the
-// watch returns an error wrapping driver.ErrNotSupported at once. An NVML
-// error while waiting is reported and the watch starts again after a backoff
-// of 1 s, doubling to 30 s while it fails again before a wait succeeds, and
-// back to 1 s once one has; it loses no device. Each NVML call is made on
-// the calling goroutine and may block in the driver: a wait returns within a
-// second, but on a dead GPU any call may never return, and then neither does
-// WatchHealth (the Runtime's Close abandons it when its ctx ends).
+// and double-bit ECC, the GPU's unavailability and its recovery action)
+// until ctx ends: an Xid is classified by NVIDIA's Xid catalog
+// (device/internal/xid: one that needs a reset, a reboot or service loses
+// the device, an application's error is counted); a double-bit ECC error
+// loses the device and a single-bit one is counted; a GPU-unavailable event
+// loses it (driver.HealthReset). Each device's counters (ECC mode and
+// counts, row remapping, retired pages and whether a retirement is pending,
+// persistence mode, clock throttle reasons, PCIe replays) are read at the
+// start and every 30 s, with the driver's own verdicts: the GPU recovery
+// action (also on its event and on Xid 154), the row remapping as a verdict,
+// and the fabric state (nvml_verdict.go, nvml_fabric.go). Each is reported
+// when it changes; one the driver cannot say is not reported. Devices are
+// matched to events by their NVML handle, looked up by UUID, never by
+// index. A device that cannot register for events (Jetson, some vGPU) is
+// reported unwatched: its health is unknown. Where NVML cannot be loaded or
+// has no event API the watch returns an error wrapping
+// driver.ErrNotSupported at once. An NVML error while waiting is reported
+// and the watch starts again after a backoff of 1 s, doubling to 30 s while
+// it fails again before a wait succeeds, and back to 1 s once one has; it
+// loses no device. Each NVML call is made on the calling goroutine, marked
+// by driver.TrackCall with ctx (with the device's ordinal, or -1), and may
+// block in the driver: a wait returns within a second, but on a dead GPU
+// any call may never return, and then neither does WatchHealth (the
+// Runtime's CallTracker names the call past its deadline, and its Close
+// abandons the watch when its ctx ends).
 func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	end := driver.TrackCall(ctx, -1, "nvmlInit_v2")
 	handles, err := loadNVML()
