@@ -23,7 +23,13 @@ const (
 	eventSingleBitECC = 0x1
 	eventDoubleBitECC = 0x2
 	eventXid          = 0x8
-	watchedEvents     = eventSingleBitECC | eventDoubleBitECC | eventXid
+	// eventUnavailable and eventRecovery exist from NVML 12.8 (R570); an
+	// older driver does not list them as supported, and is not asked for them.
+	eventUnavailable = 0x4000 // nvmlEventTypeGpuUnavailableError
+	eventRecovery    = 0x8000 // nvmlEventTypeGpuRecoveryAction
+	watchedEvents    = eventSingleBitECC | eventDoubleBitECC | eventXid | eventUnavailable | eventRecovery
+	// xidRecovery is Xid 154: the GPU's recovery action changed.
+	xidRecovery = 154
 )
 
 const (
@@ -34,39 +40,52 @@ const (
 	// Close waits for it no longer than this, unless NVML hangs, when Close
 	// abandons it when its ctx ends).
 	waitMillis = 1000
-	// countersEvery is how often the counters are read again.
-	countersEvery = 30 * time.Second
 )
 
+// countersEvery is how often the counters are read again; a variable so
+// that a test can read them more often.
+var countersEvery = 30 * time.Second
+
 // WatchHealth watches the devices' NVML events (Xid critical errors, single-
-// and double-bit ECC) until ctx ends: an Xid is classified by NVIDIA's Xid
-// catalog (device/internal/xid: one that needs a reset, a reboot or service
-// loses the device, an application's error is counted); a double-bit ECC
-// error loses the device and a single-bit one is counted. Each device's
-// counters (ECC mode and counts, row remapping, retired pages and whether a
-// retirement is pending, persistence mode, clock throttle reasons) are read
-// at the start and every 30 s. Devices are matched
-// to events by their NVML handle, looked up by UUID, never by index. A device
-// that cannot register for events (Jetson, some vGPU) is reported unwatched:
-// its health is unknown. Where NVML cannot be loaded or has no event API the
-// watch returns an error wrapping driver.ErrNotSupported at once. An NVML
-// error while waiting is reported and the watch starts again after a backoff
-// of 1 s, doubling to 30 s while it fails again before a wait succeeds, and
-// back to 1 s once one has; it loses no device. Each NVML call is made on
-// the calling goroutine and may block in the driver: a wait returns within a
-// second, but on a dead GPU any call may never return, and then neither does
-// WatchHealth (the Runtime's Close abandons it when its ctx ends).
+// and double-bit ECC, the GPU's unavailability and its recovery action)
+// until ctx ends: an Xid is classified by NVIDIA's Xid catalog
+// (device/internal/xid: one that needs a reset, a reboot or service loses
+// the device, an application's error is counted); a double-bit ECC error
+// loses the device and a single-bit one is counted; a GPU-unavailable event
+// loses it (driver.HealthReset). Each device's counters (ECC mode and
+// counts, row remapping, retired pages and whether a retirement is pending,
+// persistence mode, clock throttle reasons, PCIe replays) are read at the
+// start and every 30 s, with the driver's own verdicts: the GPU recovery
+// action (also on its event and on Xid 154), the row remapping as a verdict,
+// and the fabric state (nvml_verdict.go, nvml_fabric.go). Each is reported
+// when it changes; one the driver cannot say is not reported. Devices are
+// matched to events by their NVML handle, looked up by UUID, never by
+// index. A device that cannot register for events (Jetson, some vGPU) is
+// reported unwatched: its health is unknown. Where NVML cannot be loaded or
+// has no event API the watch returns an error wrapping
+// driver.ErrNotSupported at once. An NVML error while waiting is reported
+// and the watch starts again after a backoff of 1 s, doubling to 30 s while
+// it fails again before a wait succeeds, and back to 1 s once one has; it
+// loses no device. Each NVML call is made on the calling goroutine, marked
+// by driver.TrackCall with ctx (with the device's ordinal, or -1), and may
+// block in the driver: a wait returns within a second, but on a dead GPU
+// any call may never return, and then neither does WatchHealth (the
+// Runtime's CallTracker names the call past its deadline, and its Close
+// abandons the watch when its ctx ends).
 func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+	end := driver.TrackCall(ctx, -1, "nvmlInit_v2")
 	handles, err := loadNVML()
+	end()
 	if err != nil {
 		return fmt.Errorf("%w: cuda: NVML (libnvidia-ml.so.1) cannot be used, so the devices' health is not watched: %w", driver.ErrNotSupported, err)
 	}
 	if C.gpuinit_nvmlHasEvents() == 0 {
 		return fmt.Errorf("%w: cuda: this NVML has no event API, so the devices' health is not watched", driver.ErrNotSupported)
 	}
+	w := &nvmlWatch{ctx: ctx, report: report, devices: map[int]*nvmlVerdicts{}}
 	backoff := time.Second
 	for {
-		waited, err := watchOnce(ctx, handles, report)
+		waited, err := w.once(handles)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
@@ -89,48 +108,64 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	}
 }
 
-// watchOnce registers every device in a new event set and waits on it until
+// nvmlWatch is one WatchHealth's state: its ctx, for TrackCall, and what it
+// last reported of each device's verdicts, kept across restarts of the watch
+// so that only changes are reported again.
+type nvmlWatch struct {
+	ctx     context.Context
+	report  func(driver.HealthEvent)
+	devices map[int]*nvmlVerdicts // by ordinal
+}
+
+// call marks the start of NVML call op about device ordinal (-1 for none),
+// for the Runtime's deadline, and returns the func that marks its end.
+func (w *nvmlWatch) call(ordinal int, op string) (end func()) {
+	return driver.TrackCall(w.ctx, ordinal, op)
+}
+
+// once registers every device in a new event set and waits on it until
 // ctx ends (nil) or NVML fails (its error); waited reports that some wait
 // succeeded (an event, or its timeout) before.
-func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.HealthEvent)) (waited bool, err error) {
+func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 	var set C.nvmlEventSet_t
-	if err := nvmlCheck("nvmlEventSetCreate", C.gpuinit_nvmlEventSetCreate(&set)); err != nil {
+	end := w.call(-1, "nvmlEventSetCreate")
+	r := C.gpuinit_nvmlEventSetCreate(&set)
+	end()
+	if err := nvmlCheck("nvmlEventSetCreate", r); err != nil {
 		return false, err
 	}
-	defer C.gpuinit_nvmlEventSetFree(set)
+	defer func() {
+		end := w.call(-1, "nvmlEventSetFree")
+		C.gpuinit_nvmlEventSetFree(set)
+		end()
+	}()
 	byHandle := map[C.nvmlDevice_t]int{}
 	var unwatched error
 	for ordinal := range handles {
-		h, err := handles[ordinal]()
-		if err == nil {
-			var got C.ulonglong
-			if r := C.gpuinit_nvmlRegister(h, watchedEvents, set, &got); r != 0 {
-				err = nvmlCheck("nvmlDeviceRegisterEvents", r)
-				if r == nvmlNotSupported {
-					err = fmt.Errorf("the device supports none of the Xid and ECC events (as on Jetson and some vGPU): %w", err)
-				}
-			}
-		}
+		err := w.register(ordinal, handles[ordinal], set)
 		if err != nil {
 			unwatched = err
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, At: time.Now(),
+			w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, At: time.Now(),
 				Message: "cuda: the health of device " + fmt.Sprint(ordinal) + " is unknown: " + err.Error()})
 			continue
 		}
+		h, _ := handles[ordinal]()
 		byHandle[h] = ordinal
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
+		w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
 	}
 	if len(byHandle) == 0 {
 		return false, fmt.Errorf("%w: cuda: no device could register for NVML's events: %w", driver.ErrNotSupported, unwatched)
 	}
-	readCounters(byHandle, report)
+	w.readAll(byHandle)
 	lastRead := time.Now()
-	for ctx.Err() == nil {
+	for w.ctx.Err() == nil {
+		end := w.call(-1, "nvmlEventSetWait_v2")
 		e := C.gpuinit_nvmlWait(set, waitMillis)
+		end()
 		switch e.r {
 		case 0:
 			if ordinal, ok := byHandle[e.device]; ok {
-				report(eventOf(ordinal, uint64(e._type), uint64(e.data)))
+				w.event(ordinal, e.device, uint64(e._type), uint64(e.data))
 			}
 		case nvmlTimeout:
 		default:
@@ -138,14 +173,72 @@ func watchOnce(ctx context.Context, handles nvmlHandles, report func(driver.Heal
 		}
 		waited = true
 		if time.Since(lastRead) >= countersEvery {
-			readCounters(byHandle, report)
+			w.readAll(byHandle)
 			lastRead = time.Now()
 		}
 	}
 	return waited, nil
 }
 
-// eventOf is what an NVML event means for device ordinal.
+// register looks up device ordinal's handle and registers it in set for the
+// events of watchedEvents it supports.
+func (w *nvmlWatch) register(ordinal int, handle func() (C.nvmlDevice_t, error), set C.nvmlEventSet_t) error {
+	end := w.call(ordinal, "nvmlDeviceGetHandleByUUID")
+	h, err := handle()
+	end()
+	if err != nil {
+		return err
+	}
+	end = w.call(ordinal, "nvmlDeviceGetSupportedEventTypes")
+	got := C.gpuinit_nvmlSupported(h)
+	end()
+	if err := nvmlCheck("nvmlDeviceGetSupportedEventTypes", got.r); err != nil {
+		return err
+	}
+	types := uint64(got.types) & watchedEvents
+	r := C.nvmlReturn_t(nvmlNotSupported)
+	if types != 0 {
+		end = w.call(ordinal, "nvmlDeviceRegisterEvents")
+		r = C.gpuinit_nvmlRegister(h, C.ulonglong(types), set)
+		end()
+	}
+	if err := nvmlCheck("nvmlDeviceRegisterEvents", r); err != nil {
+		if r == nvmlNotSupported {
+			err = fmt.Errorf("the device supports none of the Xid and ECC events (as on Jetson and some vGPU): %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// readAll reads and reports each watched device's counters and verdicts.
+func (w *nvmlWatch) readAll(byHandle map[C.nvmlDevice_t]int) {
+	for h, ordinal := range byHandle {
+		w.read(ordinal, h)
+	}
+}
+
+// event reports what an NVML event means for device ordinal (handle h): an
+// Xid, an ECC error, the GPU's unavailability, or a change of its recovery
+// action, which it reads again (as it does after Xid 154, which announces one).
+func (w *nvmlWatch) event(ordinal int, h C.nvmlDevice_t, typ, data uint64) {
+	switch {
+	case typ&eventRecovery != 0:
+		w.readRecovery(ordinal, h)
+	case typ&eventUnavailable != 0:
+		w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthReset, Action: driver.HealthLose, Name: "GPU_UNAVAILABLE",
+			At: time.Now(), Message: "the GPU is unavailable (NVML's GPU-unavailable event)",
+			Hint: "the driver took the GPU out of service: reset it (nvidia-smi -r) or reboot the node as its recovery action says, then restart the process"})
+		w.readRecovery(ordinal, h)
+	default:
+		w.report(eventOf(ordinal, typ, data))
+		if typ&eventXid != 0 && data == xidRecovery {
+			w.readRecovery(ordinal, h)
+		}
+	}
+}
+
+// eventOf is what an Xid or ECC event means for device ordinal.
 func eventOf(ordinal int, typ, data uint64) driver.HealthEvent {
 	switch {
 	case typ&eventXid != 0:
@@ -157,46 +250,6 @@ func eventOf(ordinal int, typ, data uint64) driver.HealthEvent {
 	}
 	return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthCount, Name: "corrected", At: time.Now(),
 		Message: "a single-bit ECC error, corrected"}
-}
-
-// readCounters reads and reports each watched device's counters.
-func readCounters(byHandle map[C.nvmlDevice_t]int, report func(driver.HealthEvent)) {
-	for h, ordinal := range byHandle {
-		c := C.gpuinit_nvmlCounters(h)
-		hc := &driver.HealthCounters{}
-		if c.persistence_r == 0 {
-			on := c.persistence == 1
-			hc.Persistence = &on
-		}
-		if c.ecc_r == 0 {
-			on := c.ecc == 1
-			hc.ECCEnabled = &on
-		}
-		if c.corrected_r == 0 {
-			n := uint64(c.corrected)
-			hc.ECCCorrected = &n
-		}
-		if c.uncorrected_r == 0 {
-			n := uint64(c.uncorrected)
-			hc.ECCUncorrected = &n
-		}
-		if c.remap_r == 0 {
-			pending, failed := c.remap_pending != 0, c.remap_failed != 0
-			hc.RowRemapsPending, hc.RowRemapFailed = &pending, &failed
-		}
-		if c.throttle_r == 0 {
-			hc.ThrottleReasons = throttleReasons(uint64(c.throttle))
-		}
-		if c.retired_r == 0 {
-			n := uint64(c.retired)
-			hc.RetiredPages = &n
-		}
-		if c.retired_pending_r == 0 {
-			pending := c.retired_pending == 1
-			hc.RetiredPagesPending = &pending
-		}
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, Counters: hc, At: time.Now()})
-	}
 }
 
 // throttleReasons names the bits of nvmlClocksEventReasons.

@@ -14,17 +14,15 @@ static int gpuinit_nvmlHasEvents(void) {
 static nvmlReturn_t gpuinit_nvmlEventSetCreate(nvmlEventSet_t *set) { return gpuinit_nvml.nvmlEventSetCreate(set); }
 static void gpuinit_nvmlEventSetFree(nvmlEventSet_t set) { gpuinit_nvml.nvmlEventSetFree(set); }
 
-// gpuinit_nvmlRegister registers d for the events of want it supports, and
-// says which through *got.
-static nvmlReturn_t gpuinit_nvmlRegister(nvmlDevice_t d, unsigned long long want, nvmlEventSet_t set, unsigned long long *got) {
-	unsigned long long supported = 0;
-	*got = 0;
-	nvmlReturn_t r = gpuinit_nvml.nvmlDeviceGetSupportedEventTypes(d, &supported);
-	if (r != 0) return r;
-	if (!(supported & want)) return 3; // NVML_ERROR_NOT_SUPPORTED
-	r = gpuinit_nvml.nvmlDeviceRegisterEvents(d, supported & want, set);
-	if (r == 0) *got = supported & want;
-	return r;
+struct gpuinit_nvml_types { nvmlReturn_t r; unsigned long long types; };
+static struct gpuinit_nvml_types gpuinit_nvmlSupported(nvmlDevice_t d) {
+	struct gpuinit_nvml_types out = {0, 0};
+	out.r = gpuinit_nvml.nvmlDeviceGetSupportedEventTypes(d, &out.types);
+	if (out.r != 0) out.types = 0;
+	return out;
+}
+static nvmlReturn_t gpuinit_nvmlRegister(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set) {
+	return gpuinit_nvml.nvmlDeviceRegisterEvents(d, types, set);
 }
 
 struct gpuinit_nvml_event {
@@ -49,13 +47,18 @@ static struct gpuinit_nvml_event gpuinit_nvmlWait(nvmlEventSet_t set, unsigned i
 	return e;
 }
 
-// gpuinit_nvml_counters is what a health watch reads of one device; each
-// *_r is that read's nvmlReturn_t.
-struct gpuinit_nvml_counters {
-	nvmlReturn_t persistence_r, ecc_r, corrected_r, uncorrected_r, remap_r, throttle_r, retired_r, retired_pending_r;
-	int persistence, ecc, retired_pending;
-	unsigned long long corrected, uncorrected, throttle, retired;
-	unsigned int remap_pending, remap_failed;
+// The reads of a counters read, one NVML function each (gpuinit_nvmlRead's
+// which), so that each is tracked by its own name.
+enum {
+	GPUINIT_READ_PERSISTENCE, GPUINIT_READ_ECC_MODE, GPUINIT_READ_ECC_CORRECTED, GPUINIT_READ_ECC_UNCORRECTED,
+	GPUINIT_READ_REMAP, GPUINIT_READ_THROTTLE, GPUINIT_READ_RETIRED, GPUINIT_READ_RETIRED_PENDING,
+	GPUINIT_READ_REPLAYS, GPUINIT_READ_RECOVERY,
+};
+
+// gpuinit_nvml_read is one read's nvmlReturn_t and values.
+struct gpuinit_nvml_read {
+	nvmlReturn_t r;
+	unsigned long long a, b;
 };
 
 // gpuinit_nvmlRetired counts the pages retired for either cause (multiple
@@ -76,20 +79,57 @@ static nvmlReturn_t gpuinit_nvmlRetired(nvmlDevice_t d, unsigned long long *tota
 	return 0;
 }
 
-static struct gpuinit_nvml_counters gpuinit_nvmlCounters(nvmlDevice_t d) {
-	struct gpuinit_nvml_counters c;
-	int pending = 0;
-	unsigned int corr = 0, unc = 0;
-	memset(&c, 0, sizeof c);
-	c.persistence_r = gpuinit_nvml.nvmlDeviceGetPersistenceMode ? gpuinit_nvml.nvmlDeviceGetPersistenceMode(d, &c.persistence) : GPUINIT_NVML_MISSING;
-	c.ecc_r = gpuinit_nvml.nvmlDeviceGetEccMode ? gpuinit_nvml.nvmlDeviceGetEccMode(d, &c.ecc, &pending) : GPUINIT_NVML_MISSING;
-	c.corrected_r = gpuinit_nvml.nvmlDeviceGetTotalEccErrors ? gpuinit_nvml.nvmlDeviceGetTotalEccErrors(d, 0, 0, &c.corrected) : GPUINIT_NVML_MISSING;
-	c.uncorrected_r = gpuinit_nvml.nvmlDeviceGetTotalEccErrors ? gpuinit_nvml.nvmlDeviceGetTotalEccErrors(d, 1, 0, &c.uncorrected) : GPUINIT_NVML_MISSING;
-	c.remap_r = gpuinit_nvml.nvmlDeviceGetRemappedRows ? gpuinit_nvml.nvmlDeviceGetRemappedRows(d, &corr, &unc, &c.remap_pending, &c.remap_failed) : GPUINIT_NVML_MISSING;
-	c.throttle_r = gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons ? gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons(d, &c.throttle) : GPUINIT_NVML_MISSING;
-	c.retired_r = gpuinit_nvmlRetired(d, &c.retired);
-	c.retired_pending_r = gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus ? gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus(d, &c.retired_pending) : GPUINIT_NVML_MISSING;
-	return c;
+#include "nvml_verdict.h"
+
+// gpuinit_nvmlRead makes the read which of device d: persistence mode (a),
+// ECC mode (a, the current one), the volatile ECC counts (a), row remapping
+// (a pending, b failed), the clock event reasons (a), the retired pages (a)
+// and whether a retirement is pending (a), the PCIe replay counter (a) and
+// the GPU recovery action (a).
+static struct gpuinit_nvml_read gpuinit_nvmlRead(nvmlDevice_t d, int which) {
+	struct gpuinit_nvml_read out = {GPUINIT_NVML_MISSING, 0, 0};
+	int i = 0, j = 0;
+	unsigned int u[4] = {0, 0, 0, 0};
+	switch (which) {
+	case GPUINIT_READ_PERSISTENCE:
+		if (gpuinit_nvml.nvmlDeviceGetPersistenceMode) out.r = gpuinit_nvml.nvmlDeviceGetPersistenceMode(d, &i);
+		out.a = (unsigned long long)i;
+		break;
+	case GPUINIT_READ_ECC_MODE:
+		if (gpuinit_nvml.nvmlDeviceGetEccMode) out.r = gpuinit_nvml.nvmlDeviceGetEccMode(d, &i, &j);
+		out.a = (unsigned long long)i;
+		break;
+	case GPUINIT_READ_ECC_CORRECTED:
+	case GPUINIT_READ_ECC_UNCORRECTED:
+		if (gpuinit_nvml.nvmlDeviceGetTotalEccErrors)
+			out.r = gpuinit_nvml.nvmlDeviceGetTotalEccErrors(d, which == GPUINIT_READ_ECC_UNCORRECTED, 0, &out.a);
+		break;
+	case GPUINIT_READ_REMAP:
+		if (gpuinit_nvml.nvmlDeviceGetRemappedRows) out.r = gpuinit_nvml.nvmlDeviceGetRemappedRows(d, &u[0], &u[1], &u[2], &u[3]);
+		out.a = u[2];
+		out.b = u[3];
+		break;
+	case GPUINIT_READ_THROTTLE:
+		if (gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons) out.r = gpuinit_nvml.nvmlDeviceGetCurrentClocksEventReasons(d, &out.a);
+		break;
+	case GPUINIT_READ_RETIRED:
+		out.r = gpuinit_nvmlRetired(d, &out.a);
+		break;
+	case GPUINIT_READ_RETIRED_PENDING:
+		if (gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus) out.r = gpuinit_nvml.nvmlDeviceGetRetiredPagesPendingStatus(d, &i);
+		out.a = (unsigned long long)i;
+		break;
+	case GPUINIT_READ_REPLAYS:
+		if (gpuinit_nvml.nvmlDeviceGetPcieReplayCounter) out.r = gpuinit_nvml.nvmlDeviceGetPcieReplayCounter(d, &u[0]);
+		out.a = u[0];
+		break;
+	case GPUINIT_READ_RECOVERY:
+		out.r = gpuinit_nvmlRecoveryAction(d, &u[0]);
+		out.a = u[0];
+		break;
+	}
+	if (out.r != 0) out.a = out.b = 0;
+	return out;
 }
 
 #endif

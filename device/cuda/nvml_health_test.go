@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,4 +130,63 @@ func TestChildWatchBackoffResets(t *testing.T) {
 	assert.Contains(t, got, "watching again in 1s", "the backoff starts again once a wait has succeeded")
 	assert.False(t, strings.Contains(got, "in 4s"))
 	assert.Empty(t, r.Stats().Lost)
+}
+
+// TestNVMLCallsTracked: a watch's NVML call that hangs is bracketed by
+// TrackCall: its Begin, on the device it is about (or -1), has no end, and
+// every other call's has.
+func TestNVMLCallsTracked(t *testing.T) {
+	var cases []verdictCase
+	for _, c := range []struct {
+		call   string
+		device bool // about one device, not the whole watch
+		by     string
+	}{
+		{"nvmlInit_v2", false, "env"},
+		{"nvmlEventSetCreate", false, "env"},
+		{"nvmlDeviceGetHandleByUUID", true, "env"},
+		{"nvmlDeviceGetSupportedEventTypes", true, "env"},
+		{"nvmlDeviceRegisterEvents", true, "env"},
+		{"nvmlEventSetWait_v2", false, "line"},
+		{"nvmlDeviceGetPersistenceMode", true, "line"},
+		{"nvmlDeviceGetRemappedRows", true, "line"},
+		{"nvmlDeviceGetFieldValues", true, "line"},
+		{"nvmlDeviceGetPcieReplayCounter", true, "line"},
+		{"nvmlDeviceGetGpuFabricInfoV", true, "line"},
+	} {
+		env := []string{"HUNG=" + c.call, fmt.Sprintf("HUNG_DEVICE=%t", c.device), "HANG_BY=" + c.by}
+		if c.by == "env" {
+			env = append(env, "GPUINIT_FAKE_NVML_HANG_CALL="+c.call)
+		}
+		cases = append(cases, verdictCase{c.call, "TestChildHungCallTracked", false, env})
+	}
+	runVerdictChildren(t, cases)
+}
+
+// TestChildHungCallTracked: the call HUNG hangs (set by the environment,
+// or by the events file once the watch waits); the watch's Begin of it has
+// no end, on a device (HUNG_DEVICE) or -1, and every other Begin has one.
+func TestChildHungCallTracked(t *testing.T) {
+	child(t)
+	rec, _ := watchDirectly(t, true, true)
+	hung := os.Getenv("HUNG")
+	if os.Getenv("HANG_BY") == "line" {
+		rec.nth(t, 1, 0, driver.HealthRead)
+		if hung == "nvmlEventSetWait_v2" {
+			appendEvents(t, "hang\n")
+		} else {
+			appendEvents(t, "hang-call "+hung+"\n")
+		}
+	}
+	log := fakedriver.CallLog(os.Getenv("NVML_LOG"))
+	require.Eventually(t, func() bool { return len(log.Lines(t, hung+" hang")) == 1 }, 20*time.Second, time.Millisecond,
+		"the watch is stuck in %s", hung)
+	open := rec.open()
+	require.Len(t, open, 1, "the hung call alone has not ended: %+v", open)
+	assert.Equal(t, hung, open[0].op)
+	if os.Getenv("HUNG_DEVICE") == "true" {
+		assert.Contains(t, []int{0, 1}, open[0].ordinal, "a call about one device names it")
+	} else {
+		assert.Equal(t, -1, open[0].ordinal, "a call about no one device")
+	}
 }

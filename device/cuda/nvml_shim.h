@@ -36,6 +36,10 @@ struct gpuinit_nvml {
 	nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long *);
 	nvmlReturn_t (*nvmlDeviceGetRetiredPages_v2)(nvmlDevice_t, int, unsigned int *, unsigned long long *, unsigned long long *);
 	nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, int *);
+	// The driver's own verdicts, optional: nvml_verdict.h.
+	nvmlReturn_t (*nvmlDeviceGetFieldValues)(nvmlDevice_t, int, void *);
+	nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV)(nvmlDevice_t, void *);
 	// MIG and identity, optional: nvml_mig.h.
 	nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*nvmlDeviceGetGpuInstanceId)(nvmlDevice_t, unsigned int *);

@@ -7,15 +7,22 @@
 //   GPUINIT_FAKE_NVML_LOG  append one line per call to this file
 //
 // Its health API (events a test injects, and counters) is in
-// fakenvml_health.h; its MIG and identity calls in fakenvml_mig.h.
+// fakenvml_health.h, the driver's own verdicts (recovery action, replays,
+// row remapping, fabric) in fakenvml_verdict.h; its MIG and identity calls in
+// fakenvml_mig.h. Each lists its knobs.
 //
-//   GPUINIT_FAKE_NVML_TOTAL  if set, the memory total every device reports (as
-//                            on GB10, where NVML answers with the host's RAM)
+//   GPUINIT_FAKE_NVML_TOTAL      if set, the memory total every device reports (as
+//                                on GB10, where NVML answers with the host's RAM)
+//   GPUINIT_FAKE_NVML_HANG_CALL  the NVML function of this name never returns, as on a
+//                                dead GPU or a hung driver (it logs "<name> hang"
+//                                first): nvmlInit_v2, nvmlDeviceGetHandleByUUID, the
+//                                event calls, each counters read, the verdicts' calls
 //
 // Build: cc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fakenvml.c
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAKE_LOG_ENV "GPUINIT_FAKE_NVML_LOG"
 #include "fakecommon.h"
@@ -42,7 +49,34 @@ static struct fake_nvml_device devices[4] = {
 };
 static int initialized;
 
-nvmlReturn_t nvmlInit_v2(void) { logcall("nvmlInit_v2"); initialized = 1; return 0; }
+// hang never returns, using no CPU: a driver call on a GPU that is gone.
+static void hang(void) {
+	for (;;) {
+		struct timespec s = {1, 0};
+		nanosleep(&s, NULL);
+	}
+}
+
+// hang_call names the call that hangs from now on, as an events file's
+// "hang-call <name>" line sets it.
+static char hang_call[96];
+
+// maybe_hang hangs the call name if GPUINIT_FAKE_NVML_HANG_CALL or
+// hang_call names it.
+static void maybe_hang(const char *name) {
+	const char *env = getenv("GPUINIT_FAKE_NVML_HANG_CALL");
+	if (strcmp(hang_call, name) == 0 || (env && strcmp(env, name) == 0)) {
+		logcall("%s hang", name);
+		hang();
+	}
+}
+
+nvmlReturn_t nvmlInit_v2(void) {
+	logcall("nvmlInit_v2");
+	maybe_hang("nvmlInit_v2");
+	initialized = 1;
+	return 0;
+}
 nvmlReturn_t nvmlShutdown(void) { logcall("nvmlShutdown"); initialized = 0; return 0; }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
@@ -55,6 +89,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
 
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d) {
 	logcall("nvmlDeviceGetHandleByUUID %s", uuid);
+	maybe_hang("nvmlDeviceGetHandleByUUID");
 	if (!initialized) return 1;
 	if (!uuid || !d) return 2; // NVML_ERROR_INVALID_ARGUMENT
 	for (int i = 0; i < 4; i++)

@@ -7,11 +7,13 @@
 //                                 "ecc-single <uuid>", "ecc-double <uuid>",
 //                                 "error <nvmlReturn_t>" (the next wait fails so), or
 //                                 "hang" (the next wait never returns, as on a dead
-//                                 GPU; it logs "nvmlEventSetWait_v2 hang" first)
+//                                 GPU; it logs "nvmlEventSetWait_v2 hang" first);
+//                                 and the verdicts' lines of fakenvml_verdict.h
 //   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
 //   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
 //   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
-//   GPUINIT_FAKE_NVML_REMAP_PENDING, _REMAP_FAILED     row remapping state, 0 or 1 (default 0)
+//   GPUINIT_FAKE_NVML_REMAP_PENDING, _REMAP_FAILED     row remapping state, 0 or 1 (default 0;
+//                                 the events file can set it per device: fakenvml_verdict.h)
 //   GPUINIT_FAKE_NVML_THROTTLE    the clock event reasons bit mask (default 0)
 //   GPUINIT_FAKE_NVML_RETIRED_SBE, _RETIRED_DBE  pages retired for multiple single-bit
 //                                 and for double-bit ECC errors (default 0)
@@ -20,14 +22,6 @@
 //                                 first call, nvmlDeviceGetPersistenceMode, logs
 //                                 "nvmlDeviceGetPersistenceMode hang" and blocks)
 #include <time.h>
-
-// hang never returns, using no CPU: a driver call on a GPU that is gone.
-static void hang(void) {
-	for (;;) {
-		struct timespec s = {1, 0};
-		nanosleep(&s, NULL);
-	}
-}
 
 typedef struct fake_event_set *nvmlEventSet_t;
 typedef struct {
@@ -49,6 +43,7 @@ static long events_read;
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
 	logcall("nvmlEventSetCreate");
+	maybe_hang("nvmlEventSetCreate");
 	if (!initialized) return 1;
 	if (!set) return 2;
 	*set = calloc(1, sizeof **set);
@@ -63,16 +58,20 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
 
 static int device_index(nvmlDevice_t d) { return d == &devices[0] ? 0 : d == &devices[1] ? 1 : -1; }
 
+#include "fakenvml_verdict.h"
+
 nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types) {
 	logcall("nvmlDeviceGetSupportedEventTypes %s", d ? d->uuid : "?");
+	maybe_hang("nvmlDeviceGetSupportedEventTypes");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !types) return 2;
-	*types = getenv("GPUINIT_FAKE_NVML_NO_EVENTS") ? 0 : NVML_EVENT_SBE | NVML_EVENT_DBE | 0x4ULL | NVML_EVENT_XID | 0x10ULL;
+	*types = getenv("GPUINIT_FAKE_NVML_NO_EVENTS") ? 0 : NVML_EVENT_SBE | NVML_EVENT_DBE | 0x4ULL | NVML_EVENT_XID | 0x10ULL | NVML_EVENTS_NEW;
 	return 0;
 }
 
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set) {
 	logcall("nvmlDeviceRegisterEvents %s %llu", d ? d->uuid : "?", types);
+	maybe_hang("nvmlDeviceRegisterEvents");
 	if (!initialized) return 1;
 	int i = device_index(d);
 	if (i < 0 || !set) return 2;
@@ -101,12 +100,16 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 	if (!initialized) return 1;
 	if (!set || !data) return 2;
 	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
+	maybe_hang("nvmlEventSetWait_v2");
 	struct timespec step = {0, 2000000}; // polls the file every 2 ms: the test's latency, not a real driver's
 	for (unsigned int waited = 0;; waited += 2) {
 		char line[256], kind[32], uuid[96];
 		unsigned long long code = 0;
 		while (next_event(line, sizeof line)) {
 			uuid[0] = 0;
+			int v = verdict_line(line, set, data);
+			if (v == 1) return 0;
+			if (v == 0) continue;
 			if (sscanf(line, "%31s %95s %llu", kind, uuid, &code) < 1) continue;
 			if (strcmp(kind, "hang") == 0) {
 				logcall("nvmlEventSetWait_v2 hang");
@@ -139,6 +142,7 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 typedef int nvmlEnableState_t;
 
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mode) {
+	maybe_hang("nvmlDeviceGetPersistenceMode");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !mode) return 2;
 	if (getenv("GPUINIT_FAKE_NVML_COUNTERS_HANG")) {
@@ -150,6 +154,7 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mod
 }
 
 nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+	maybe_hang("nvmlDeviceGetEccMode");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !current || !pending) return 2;
 	*current = *pending = 1;
@@ -158,6 +163,7 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t *current, nv
 
 // errorType 0 corrected, 1 uncorrected; counterType 0 volatile, 1 aggregate.
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int errorType, int counterType, unsigned long long *count) {
+	maybe_hang("nvmlDeviceGetTotalEccErrors");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !count || counterType < 0 || counterType > 1) return 2;
 	*count = (unsigned long long)envint(errorType == 0 ? "GPUINIT_FAKE_NVML_ECC_CORRECTED" : "GPUINIT_FAKE_NVML_ECC_UNCORRECTED", 0);
@@ -165,15 +171,17 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int errorType, int coun
 }
 
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc, unsigned int *pending, unsigned int *failed) {
+	maybe_hang("nvmlDeviceGetRemappedRows");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !corr || !unc || !pending || !failed) return 2;
 	*corr = *unc = 0;
-	*pending = (unsigned int)envint("GPUINIT_FAKE_NVML_REMAP_PENDING", 0);
-	*failed = (unsigned int)envint("GPUINIT_FAKE_NVML_REMAP_FAILED", 0);
+	*pending = remap_state(device_index(d), 0);
+	*failed = remap_state(device_index(d), 1);
 	return 0;
 }
 
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+	maybe_hang("nvmlDeviceGetCurrentClocksEventReasons");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !reasons) return 2;
 	*reasons = (unsigned long long)envint("GPUINIT_FAKE_NVML_THROTTLE", 0);
@@ -185,6 +193,7 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned lon
 // small a buffer is NVML_ERROR_INSUFFICIENT_SIZE.
 nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t d, int cause, unsigned int *pageCount, unsigned long long *addresses,
                                           unsigned long long *timestamps) {
+	maybe_hang("nvmlDeviceGetRetiredPages_v2");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !pageCount || !addresses || cause < 0 || cause > 1) return 2;
 	unsigned int n = (unsigned int)envint(cause == 0 ? "GPUINIT_FAKE_NVML_RETIRED_SBE" : "GPUINIT_FAKE_NVML_RETIRED_DBE", 0);
@@ -199,6 +208,7 @@ nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t d, int cause, unsigned in
 }
 
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, nvmlEnableState_t *pending) {
+	maybe_hang("nvmlDeviceGetRetiredPagesPendingStatus");
 	if (!initialized) return 1;
 	if (device_index(d) < 0 || !pending) return 2;
 	*pending = envint("GPUINIT_FAKE_NVML_RETIRED_PENDING", 0);

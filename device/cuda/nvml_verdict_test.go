@@ -1,0 +1,350 @@
+//go:build linux && cgo && !nocuda
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNVMLVerdicts: the watch reports the driver's own verdicts over the
+// fake NVML, each in a child that runs the backend's WatchHealth itself.
+func TestNVMLVerdicts(t *testing.T) {
+	runVerdictChildren(t, []verdictCase{
+		{"the recovery action is reported at the start and on its event, mapped", "TestChildRecoveryAction", false, nil},
+		{"Xid 154 makes the watch read the recovery action again", "TestChildRecoveryOnXid154", false, nil},
+		{"a recovery action other than none at the start loses the device", "TestChildRecoveryAtStart", false,
+			[]string{"GPUINIT_FAKE_NVML_RECOVERY=2"}},
+		{"the GPU-unavailable event loses the device", "TestChildGPUUnavailable", false, nil},
+		{"a field the driver does not support reports nothing, read once per counters read", "TestChildVerdictsUnsupported",
+			false, []string{"GPUINIT_FAKE_NVML_NO_RECOVERY=1", "WANT_FIELD_CALLS=1"}},
+		{"an NVML without the verdicts' calls still watches, and reports none", "TestChildVerdictsUnsupported", true, nil},
+		{"row remapping: pending degrades, failed loses, cleared recovers", "TestChildRemapVerdict", false, nil},
+		{"the PCIe replay counter is read and reported at each read", "TestChildReplays", false,
+			[]string{"GPUINIT_FAKE_NVML_REPLAYS=3"}},
+	})
+}
+
+// verdictCase is one child of the verdict tests: its name, its TestChild
+// function, whether the fake NVML is an old one (FAKE_NVML_OLD), and the
+// environment that sets the fake's knobs.
+type verdictCase struct {
+	name, child string
+	old         bool
+	env         []string
+}
+
+// runVerdictChildren runs each case in a child of its own, in parallel,
+// over the fake libcuda and the fake NVML, with its own events file and call
+// log (NVML_LOG).
+func runVerdictChildren(t *testing.T, cases []verdictCase) {
+	env, _ := fake(t, fakedriver.CUDA)
+	env = slices.Clip(env) // the parallel subtests append to it
+	libs := map[bool]string{false: fakedriver.Build(t, fakedriver.NVML)}
+	if slices.ContainsFunc(cases, func(c verdictCase) bool { return c.old }) {
+		libs[true] = fakedriver.Build(t, fakedriver.Library{Source: "fakenvml.c", Soname: "libnvidia-ml.so.1",
+			Defines: []string{"FAKE_NVML_OLD"}})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each child has its own fakes' files, and mostly waits in NVML
+			events := filepath.Join(t.TempDir(), "events")
+			require.NoError(t, os.WriteFile(events, nil, 0o644))
+			log := fakedriver.NewCallLog(t)
+			log.Reset(t) // exists before the fake's first call, for the child's reads of it
+			runChild(t, c.child, append(append(env, EnvNVMLLibrary+"="+libs[c.old], envEvents+"="+events,
+				"GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log)), c.env...)...)
+		})
+	}
+}
+
+// recorder is a test's CallTracker and report func: it keeps every call's
+// Begin and whether it ended, and every event.
+type recorder struct {
+	mu     sync.Mutex
+	calls  []*trackedCall
+	events []driver.HealthEvent
+	uuids  []string // each device's
+}
+
+type trackedCall struct {
+	ordinal int
+	op      string
+	ended   bool
+}
+
+func (r *recorder) Begin(ordinal int, op string) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &trackedCall{ordinal: ordinal, op: op}
+	r.calls = append(r.calls, c)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c.ended = true
+	}
+}
+
+func (r *recorder) report(ev driver.HealthEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+// of returns the events of kind for ordinal so far.
+func (r *recorder) of(ordinal int, kind driver.HealthKind) []driver.HealthEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []driver.HealthEvent
+	for _, ev := range r.events {
+		if ev.Ordinal == ordinal && ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// nth waits for the nth (from 1) event of kind for ordinal and returns it.
+func (r *recorder) nth(t *testing.T, n, ordinal int, kind driver.HealthKind) driver.HealthEvent {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(r.of(ordinal, kind)) >= n }, 20*time.Second, time.Millisecond,
+		"event %d of kind %s on device %d", n, kind, ordinal)
+	return r.of(ordinal, kind)[n-1]
+}
+
+// open returns the calls that began and have not ended.
+func (r *recorder) open() []trackedCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []trackedCall
+	for _, c := range r.calls {
+		if !c.ended {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// count is how many times op began.
+func (r *recorder) count(op string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		if c.op == op {
+			n++
+		}
+	}
+	return n
+}
+
+// watchDirectly initializes the backend and runs its WatchHealth with a
+// recorder, reading the counters every 20 ms (that is, after each wait)
+// where often is set, until the test ends; then it waits for the watch to
+// return unless hangs is set. It returns the recorder and each device's
+// UUID.
+func watchDirectly(t *testing.T, often, hangs bool) (*recorder, []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, process.Init(ctx))
+	uuids := make([]string, 2)
+	for i := range uuids {
+		info, err := process.Device(i)
+		require.NoError(t, err)
+		uuids[i] = info.UUID
+	}
+	if often {
+		countersEvery = 20 * time.Millisecond
+	}
+	rec := &recorder{uuids: uuids}
+	done := make(chan error, 1)
+	go func() { done <- process.WatchHealth(driver.WithCallTracker(ctx, rec), rec.report) }()
+	t.Cleanup(func() {
+		cancel()
+		if hangs {
+			return // the watch's goroutine stays in the hung call, as in a Runtime that abandons it
+		}
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("the watch did not return within 10 s of its ctx's end")
+		}
+		assert.Empty(t, rec.open(), "every call began has ended")
+	})
+	return rec, uuids
+}
+
+// inject appends one line to the fake NVML's events file.
+func inject(t *testing.T, words ...string) {
+	t.Helper()
+	appendEvents(t, strings.Join(words, " ")+"\n")
+}
+
+func TestChildRecoveryAction(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, false, false) // counters every 30 s: only the event reads the action again
+	for ordinal := range uuids {
+		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
+		assert.Equal(t, driver.HealthInform, ev.Action, "none at the start")
+		assert.Equal(t, driver.RecoveryNone, ev.Recovery)
+		assert.Equal(t, 0, ev.Code)
+	}
+	n := 1
+	for _, c := range []struct {
+		value    string
+		action   driver.HealthAction
+		recovery driver.RecoveryAction
+	}{
+		{"1", driver.HealthLose, driver.RecoveryResetGPU},
+		{"2", driver.HealthLose, driver.RecoveryRebootNode},
+		{"3", driver.HealthDegrade, driver.RecoveryDrain},
+		{"4", driver.HealthLose, driver.RecoveryResetGPU},
+		{"5", driver.HealthLose, driver.RecoveryService},
+		{"9", driver.HealthDegrade, driver.RecoveryUnknown},
+		{"0", driver.HealthRecover, driver.RecoveryNone},
+	} {
+		inject(t, "recovery", uuids[1], c.value)
+		n++
+		ev := rec.nth(t, n, 1, driver.HealthRecovery)
+		assert.Equal(t, c.action, ev.Action, "value %s", c.value)
+		assert.Equal(t, c.recovery, ev.Recovery, "value %s", c.value)
+		assert.Equal(t, c.value, fmt.Sprint(ev.Code))
+		assert.NotEmpty(t, ev.Message)
+		if c.action != driver.HealthRecover && c.action != driver.HealthInform {
+			assert.NotEmpty(t, ev.Hint, "value %s", c.value)
+		}
+	}
+	inject(t, "recovery", uuids[1], "0") // no change: nothing
+	inject(t, "recovery", uuids[0], "3") // a barrier: once it is seen, the line before was taken
+	rec.nth(t, 2, 0, driver.HealthRecovery)
+	assert.Len(t, rec.of(1, driver.HealthRecovery), n, "an action read again unchanged is not reported again")
+}
+
+func TestChildRecoveryOnXid154(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, false, false)
+	rec.nth(t, 1, 0, driver.HealthRecovery)
+	inject(t, "recovery", uuids[0], "1", "0") // the value changes, with no recovery-action event
+	inject(t, "xid", uuids[0], "154")
+	ev := rec.nth(t, 2, 0, driver.HealthRecovery)
+	assert.Equal(t, driver.RecoveryResetGPU, ev.Recovery)
+	assert.Equal(t, driver.HealthLose, ev.Action)
+	xids := rec.of(0, driver.HealthXid)
+	require.Len(t, xids, 1, "the Xid itself is reported too")
+	assert.Equal(t, 154, xids[0].Code)
+}
+
+func TestChildRecoveryAtStart(t *testing.T) {
+	child(t)
+	rec, _ := watchDirectly(t, false, false)
+	for ordinal := range 2 {
+		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
+		assert.Equal(t, driver.HealthLose, ev.Action)
+		assert.Equal(t, driver.RecoveryRebootNode, ev.Recovery)
+		assert.Equal(t, 2, ev.Code)
+		assert.Equal(t, "NODE_REBOOT", ev.Name)
+	}
+}
+
+func TestChildGPUUnavailable(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, false, false)
+	rec.nth(t, 1, 1, driver.HealthRecovery)
+	inject(t, "unavailable", uuids[1])
+	ev := rec.nth(t, 1, 1, driver.HealthReset)
+	assert.Equal(t, driver.HealthLose, ev.Action)
+	assert.Contains(t, ev.Message, "unavailable")
+	assert.Empty(t, rec.of(0, driver.HealthReset), "the other device is not touched")
+}
+
+// TestChildVerdictsUnsupported: where the driver cannot say, the watch
+// watches and reads the counters as before, and reports no recovery action,
+// replays or fabric state; with WANT_FIELD_CALLS, it asks for the field once
+// per counters read and no more.
+func TestChildVerdictsUnsupported(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, true, false)
+	rec.nth(t, 3, 0, driver.HealthRead)
+	inject(t, "recovery", uuids[0], "2") // its event where this NVML has it; the field still cannot say
+	inject(t, "xid", uuids[0], "13")
+	assert.Equal(t, 13, rec.nth(t, 1, 0, driver.HealthXid).Code, "the watch watches")
+	reads := len(rec.of(0, driver.HealthRead)) + len(rec.of(1, driver.HealthRead))
+	assert.Empty(t, rec.of(0, driver.HealthRecovery))
+	assert.Empty(t, rec.of(1, driver.HealthRecovery))
+	assert.Empty(t, rec.of(0, driver.HealthFabric), "no fabric here")
+	if os.Getenv("WANT_FIELD_CALLS") != "" {
+		assert.LessOrEqual(t, rec.count("nvmlDeviceGetFieldValues"), reads+3,
+			"one field read per counters read, and one for the event: no retry loop")
+	} else {
+		assert.Empty(t, rec.of(0, driver.HealthReplay), "no replay counter in this NVML")
+		assert.Nil(t, rec.of(0, driver.HealthRead)[0].Counters.PCIeReplays)
+	}
+}
+
+func TestChildRemapVerdict(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, true, false)
+	ev := rec.nth(t, 1, 0, driver.HealthRemap)
+	assert.Equal(t, driver.HealthInform, ev.Action, "neither pending nor failed at the start")
+	for i, c := range []struct {
+		line   []string
+		action driver.HealthAction
+		name   string
+	}{
+		{[]string{"remap-pending", uuids[0], "1"}, driver.HealthDegrade, "pending"},
+		{[]string{"remap-pending", uuids[0], "0"}, driver.HealthRecover, "none"},
+		{[]string{"remap-failed", uuids[0], "1"}, driver.HealthLose, "failed"},
+		{[]string{"remap-pending", uuids[0], "1"}, driver.HealthLose, "failed"}, // failed wins: no change, no event
+		{[]string{"remap-failed", uuids[0], "0"}, driver.HealthDegrade, "pending"},
+	} {
+		inject(t, c.line...)
+		if i == 3 {
+			continue
+		}
+		n := i + 2
+		if i > 3 {
+			n--
+		}
+		ev := rec.nth(t, n, 0, driver.HealthRemap)
+		assert.Equal(t, c.action, ev.Action, "%v", c.line)
+		assert.Equal(t, c.name, ev.Name, "%v", c.line)
+		if c.action == driver.HealthDegrade || c.action == driver.HealthLose {
+			assert.NotEmpty(t, ev.Hint)
+		}
+	}
+	assert.Len(t, rec.of(1, driver.HealthRemap), 1, "the other device: its start alone")
+	last := rec.of(0, driver.HealthRead)
+	c := last[len(last)-1].Counters
+	require.NotNil(t, c.RowRemapsPending)
+	assert.True(t, *c.RowRemapsPending, "the counters are kept as before")
+}
+
+func TestChildReplays(t *testing.T) {
+	child(t)
+	rec, uuids := watchDirectly(t, true, false)
+	ev := rec.nth(t, 1, 1, driver.HealthReplay)
+	assert.Equal(t, driver.HealthInform, ev.Action)
+	assert.Equal(t, 3, ev.Code)
+	inject(t, "replays", uuids[1], "42")
+	require.Eventually(t, func() bool {
+		all := rec.of(1, driver.HealthReplay)
+		return all[len(all)-1].Code == 42
+	}, 20*time.Second, time.Millisecond)
+	reads := rec.of(1, driver.HealthRead)
+	require.NotNil(t, reads[len(reads)-1].Counters.PCIeReplays)
+	assert.Equal(t, uint64(42), *reads[len(reads)-1].Counters.PCIeReplays)
+	assert.GreaterOrEqual(t, len(rec.of(1, driver.HealthReplay)), 2, "one at each read, for the rate")
+}
