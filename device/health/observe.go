@@ -2,10 +2,12 @@ package health
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -53,8 +55,11 @@ func (h *Health) logChange(st device.Stats) {
 			log.Error("gpuinit: initialization failed, not yet ready; liveness fails so that the process is restarted",
 				"backend", h.rt.Name(), "class", v.class.String(), "init", took, "err", st.Err)
 		case v.servesOnCPU:
+			// A line to scan: the failing call and what the host showed. The
+			// hint and the backends passed over are in the status.
 			log.Warn("gpuinit: no GPU here; serving on the CPU (degraded)",
-				"backend", h.rt.Name(), "class", v.class.String(), "init", took, "err", st.Err)
+				"backend", h.rt.Name(), "class", v.class.String(), "init", took,
+				"err", briefError(st.Err), "evidence", v.evidence, "details", StatusPath)
 		default:
 			log.Error("gpuinit: initialization failed; readiness fails, liveness does not: a restart cannot help",
 				"backend", h.rt.Name(), "class", v.class.String(), "init", took, "err", st.Err)
@@ -83,4 +88,17 @@ func (h *Health) read(st device.Stats) *snapshot {
 		}
 	}
 	return s
+}
+
+// briefError is err's driver call, name and code ("hip: hipInit failed:
+// hipErrorInvalidDevice (101)") without its hint, or err itself where no
+// driver answered.
+func briefError(err error) string {
+	var de *driver.DriverError
+	if !errors.As(err, &de) {
+		return err.Error()
+	}
+	brief := *de
+	brief.Hint = ""
+	return brief.Error()
 }

@@ -24,6 +24,7 @@ type verdict struct {
 	servesOnCPU       bool // WithCPUFallback, and the host has no GPU
 	liveWhy, readyWhy string
 	statusWhy         string // readyWhy without the error: the status says it once, in failure
+	evidence          string // what the host showed that decided the class, or ""
 }
 
 // The reasons that never change.
@@ -113,7 +114,7 @@ func (h *Health) verdict(st device.Stats) *verdict {
 	why := class.Describe()
 	var ev interface{ Evidence() string }
 	if errors.As(err, &ev) && ev.Evidence() != "" {
-		why = ev.Evidence()
+		why, v.evidence = ev.Evidence(), ev.Evidence()
 	}
 	prefix := ""
 	if v.servesOnCPU {

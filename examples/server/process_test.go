@@ -201,6 +201,7 @@ func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
 	for _, line := range log.all() {
 		if strings.Contains(line, "level=WARN") {
 			assert.Less(t, len(line), 400, "the fallback's log line: %s", line)
+			t.Logf("the fallback's log line, %d characters: %s", len(line), line)
 		}
 	}
 	_, body = get(t, url+health.StatusPath)

@@ -33,7 +33,7 @@ func HIPError(op string, code int, name, message string) *driver.DriverError {
 	e := HIP.Error(op, code, name, message)
 	if op == "hipInit" && code == 101 {
 		e.Sentinel = driver.ErrNoDevice
-		e.Hint = HIPNoDeviceHint + " (ROCm before 6.2 reports a missing /dev/kfd as 101)"
+		e.Hint = HIPNoDeviceHint + " (before ROCm 6.2, 101 means no /dev/kfd)"
 	}
 	return e
 }

@@ -211,7 +211,8 @@ func problemAt(path string, open func(string) error) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, os.ErrNotExist):
-		return "there is no " + path + ": the amdgpu kernel driver is not loaded (modprobe amdgpu; check dmesg), or the container was started without --device=/dev/kfd --device=/dev/dri"
+		// The container's flags are in the no-device hint that follows.
+		return "there is no " + path + ": amdgpu is not loaded (modprobe amdgpu; check dmesg), or the container lacks the device"
 	case errors.Is(err, os.ErrPermission):
 		return path + " exists but this user cannot open it: add the user to the render and video groups (in a container, --group-add render --group-add video)"
 	}

@@ -87,7 +87,7 @@ func TestKFDProblems(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{fs.ErrNotExist, "there is no /dev/kfd: the amdgpu kernel driver is not loaded"},
+		{fs.ErrNotExist, "there is no /dev/kfd: amdgpu is not loaded"},
 		{fs.ErrPermission, "add the user to the render and video groups"},
 	} {
 		got := problemAt("/dev/kfd", func(string) error { return tc.err })
