@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -262,18 +262,11 @@ func TestChildWatchCPU(t *testing.T) {
 		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
 	})
 	const window = 3 * time.Second
-	before := cpuTime(t)
+	before := childtest.CPUTime(t)
 	time.Sleep(window) // the measurement's window: nothing happens in it
-	used := cpuTime(t) - before
+	used := childtest.CPUTime(t) - before
 	perDeviceMinute := used * time.Duration(time.Minute/window) / time.Duration(len(hs))
 	t.Logf("CPU per device per minute: %v (%v over %v, %d devices)", perDeviceMinute, used, window, len(hs))
 	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, len(hs))
 	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -9,6 +9,8 @@
 //                                 "hang" (the next wait never returns, as on a dead
 //                                 GPU; it logs "nvmlEventSetWait_v2 hang" first);
 //                                 and the verdicts' lines of fakenvml_verdict.h
+//   GPUINIT_FAKE_NVML_POLL_MS     how often a waiting nvmlEventSetWait_v2 looks at the
+//                                 events file (default 2)
 //   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
 //   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
 //   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
@@ -101,8 +103,13 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 	if (!set || !data) return 2;
 	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
 	maybe_hang("nvmlEventSetWait_v2");
-	struct timespec step = {0, 2000000}; // polls the file every 2 ms: the test's latency, not a real driver's
-	for (unsigned int waited = 0;; waited += 2) {
+	// Polls the file every 2 ms (the test's latency, not a real driver's),
+	// or every _POLL_MS, so that a test of the watch's own CPU use measures
+	// the watch, not the fake.
+	const char *p = getenv("GPUINIT_FAKE_NVML_POLL_MS");
+	unsigned int poll = p && atoi(p) > 0 ? (unsigned int)atoi(p) : 2;
+	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000};
+	for (unsigned int waited = 0;; waited += poll) {
 		char line[256], kind[32], uuid[96];
 		unsigned long long code = 0;
 		while (next_event(line, sizeof line)) {
