@@ -82,3 +82,9 @@ func TestObligations(t *testing.T) {
 func TestPromises(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "oblig/internal/watch", "oblig/internal/depmgr")
 }
+
+// TestReentryCache is issue 31's program: main's loader re-enters the
+// internal cache's Get, which holds c.mu while it calls the loader.
+func TestReentryCache(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/internal/cache", "reentry/cmd/app")
+}
