@@ -88,3 +88,12 @@ func TestPromises(t *testing.T) {
 func TestReentryCache(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/internal/cache", "reentry/cmd/app")
 }
+
+// TestReentryWithinPackage proves re-entry by a static call, a helper, a
+// method value, a hook set in init and an RWMutex, and the shapes that are
+// none: another field, another instance, an unlock first, a goroutine, an
+// interface, a wait that gives the lock up.
+func TestReentryWithinPackage(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/local")
+}

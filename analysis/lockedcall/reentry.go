@@ -51,8 +51,15 @@ func (a Acquisition) path() []string {
 	return append(append([]string(nil), a.Chain...), a.Name+op)
 }
 
-// key is the access path of the mutex from its parameter, as lockPath.key.
+// key is the access path of the mutex from its parameter or package
+// variable, as lockPath.key; "" for one reached otherwise.
 func (a Acquisition) key() string {
+	if a.Param < 0 {
+		if strings.HasPrefix(a.ID, "g:") {
+			return a.ID
+		}
+		return ""
+	}
 	p := lockPath{key: fmt.Sprintf("p%d", a.Param)}
 	for _, s := range a.Steps {
 		p = p.extend(s, true)
@@ -101,17 +108,24 @@ func (c *checker) computeAcquires(fn *ssa.Function) []Acquisition {
 	released := c.releasesCallers(fn)
 	// A deferred lock of a mutex the function also unlocks takes the
 	// caller's lock back at return (unlock; defer lock): it is no new lock.
-	unlocked := c.unlockedKeys(fn, ctx)
+	unlocked, locked := c.unlockedKeys(fn, ctx)
 	var out []Acquisition
 	seen := map[string]bool{}
 	add := func(a Acquisition) {
+		if k := a.key(); k != "" && (released[k] || unlocked[k] && !locked[k]) {
+			return // the caller's lock, given up first
+		}
 		k := fmt.Sprint(a.ID, a.Param, a.Steps, a.Read)
-		if !seen[k] && len(out) < maxAcquired && c.moduleLock(a.ID) && !(a.Param >= 0 && released[a.key()]) {
+		if !seen[k] && len(out) < maxAcquired {
 			seen[k] = true
 			out = append(out, a)
 		}
 	}
 	name := chainName(fn)
+	var prefix []string
+	if fn.Synthetic == "" {
+		prefix = []string{name} // a wrapper's callee names itself
+	}
 	for _, b := range fn.Blocks {
 		for _, instr := range b.Instrs {
 			call, ok := instr.(ssa.CallInstruction)
@@ -141,7 +155,7 @@ func (c *checker) computeAcquires(fn *ssa.Function) []Acquisition {
 			}
 			for _, a := range c.acquiresOf(callee) {
 				m := a
-				m.Chain = joinChains([]string{name}, a.Chain)
+				m.Chain = joinChains(prefix, a.Chain)
 				m.Param, m.Steps = -1, nil
 				if a.Param >= 0 && a.Param < len(common.Args) {
 					arg := common.Args[a.Param]
@@ -189,27 +203,38 @@ func (c *checker) releasesCallers(fn *ssa.Function) map[string]bool {
 }
 
 // unlockedKeys returns the keys of the mutexes fn unlocks, itself or through
-// a helper with LockEffects, in calls that are not deferred.
-func (c *checker) unlockedKeys(fn *ssa.Function, ctx *funcCtx) map[string]bool {
-	out := map[string]bool{}
+// a helper with LockEffects, in calls that are not deferred, and of those it
+// locks itself in such calls.
+func (c *checker) unlockedKeys(fn *ssa.Function, ctx *funcCtx) (out, locked map[string]bool) {
+	out, locked = map[string]bool{}, map[string]bool{}
 	for _, b := range fn.Blocks {
 		for _, instr := range b.Instrs {
 			call, ok := instr.(*ssa.Call)
 			if !ok {
 				continue
 			}
-			if op, v := lockOpOf(call.Common()); op == opUnlock || op == opRUnlock {
+			switch op, v := lockOpOf(call.Common()); op {
+			case opUnlock, opRUnlock:
 				out[c.pathOf(v, ctx).key] = true
-			} else if callee := staticTopLevel(call.Common()); callee != nil && callee != fn {
+				continue
+			case opLock, opRLock, opTryLock, opTryRLock:
+				locked[c.pathOf(v, ctx).key] = true
+				continue
+			}
+			if callee := staticTopLevel(call.Common()); callee != nil && callee != fn {
 				for _, e := range c.effectsOf(callee) {
-					if p, ok := c.effectPath(e, call.Call.Args, ctx); ok && e.Release {
-						out[p.key] = true
+					if p, ok := c.effectPath(e, call.Call.Args, ctx); ok {
+						if e.Release {
+							out[p.key] = true
+						} else {
+							locked[p.key] = true
+						}
 					}
 				}
 			}
 		}
 	}
-	return out
+	return out, locked
 }
 
 // moduleCode reports whether the package at path is of the analyzed
@@ -226,18 +251,6 @@ func (c *checker) moduleCode(path string) bool {
 	}
 	c.modCode[path] = v
 	return v
-}
-
-// moduleLock reports whether the mutex with id is declared in the module.
-func (c *checker) moduleLock(id string) bool {
-	id = strings.TrimPrefix(id, "g:")
-	if i := strings.LastIndexByte(id, '.'); i >= 0 {
-		id = id[:i]
-	}
-	if i := strings.LastIndexByte(id, '.'); i >= 0 && !strings.HasPrefix(id[i:], "/") && strings.LastIndexByte(id, '/') < i {
-		id = id[:i] // "path.Type.field": drop the type too
-	}
-	return c.moduleCode(id)
 }
 
 // freshRoot reports whether v is, or is a field of, an object the function
@@ -260,7 +273,8 @@ func freshRoot(v ssa.Value) bool {
 // chainName names a function in a chain: Get, or (main's closure).
 func chainName(fn *ssa.Function) string {
 	if fn.Parent() != nil {
-		return "(" + topLevel(fn).Name() + "'s closure)"
+		name, _, _ := strings.Cut(topLevel(fn).Name(), "#")
+		return "(" + name + "'s closure)"
 	}
 	name, _ := strings.CutSuffix(fn.Name(), "$bound")
 	name, _ = strings.CutSuffix(name, "$thunk")
