@@ -33,6 +33,9 @@ lock held) call, deferred calls that run at a return with a lock held,
 range-over-func loops over such iterators, local closures that call such values,
 and goroutines waited for under the lock. In an internal package, what comes
 in through its exported API is checked where the module passes or stores it.
+Where the code run under the lock is the module's own, a path of it that locks
+the held mutex again is reported as proven re-entry ("deadlocks if it runs";
+-reentry=false turns it off).
 Suppress a reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
 above.`
 
