@@ -196,7 +196,7 @@ func (c *checker) obligationMessage(fd *finding) string {
 		chain = "through " + strings.Join(ob.Via, " → ") + "; " + chain
 	}
 	if fd.reentry != nil {
-		return c.obligationReentryMessage(fd, chain)
+		return c.obligationReentryMessage(fd)
 	}
 	if fd.kind == storeToLocked {
 		text := c.storedText(fd.pos)

@@ -492,7 +492,7 @@ func (c *checker) reentryObligation(ob Obligation, v ssa.Value, ctx *funcCtx) *f
 }
 
 // obligationReentryMessage renders a proven re-entry through an obligation.
-func (c *checker) obligationReentryMessage(fd *finding, via string) string {
+func (c *checker) obligationReentryMessage(fd *finding) string {
 	ob, proof := fd.oblig, fd.reentry
 	through := ""
 	if len(ob.Via) > 0 {
