@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
 	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil)},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil), (*Acquires)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -33,6 +33,9 @@ lock held) call, deferred calls that run at a return with a lock held,
 range-over-func loops over such iterators, local closures that call such values,
 and goroutines waited for under the lock. In an internal package, what comes
 in through its exported API is checked where the module passes or stores it.
+Where the code run under the lock is the module's own, a path of it that locks
+the held mutex again is reported as proven re-entry ("deadlocks if it runs";
+-reentry=false turns it off).
 Suppress a reviewed call with "//lockedcall:ok <reason>" on its line or alone on the line
 above.`
 
@@ -40,9 +43,15 @@ above.`
 // parameters, fields and package variables made under a lock.
 var interfaces bool
 
+// reentry is the -reentry flag: report the module's own code that runs under
+// a mutex and locks it again (on by default).
+var reentry = true
+
 func init() {
 	Analyzer.Flags.BoolVar(&interfaces, "interfaces", false,
 		"also report interface method calls (ctx.Err(), w.Write) on parameters, fields and package variables made while a mutex is held")
+	Analyzer.Flags.BoolVar(&reentry, "reentry", true,
+		"report calls, under a mutex, of the module's own code that locks that mutex again (proven re-entry)")
 }
 
 // checker is the state of one pass: one package.
@@ -50,6 +59,7 @@ type checker struct {
 	pass       *analysis.Pass
 	srcFuncs   map[*ssa.Function]bool
 	interfaces bool
+	reentry    bool
 
 	valueIDs     map[ssa.Value]int                  // numbers for mutexes known only as a value
 	results      map[*ssa.Function]result           // top-level functions analyzed
@@ -81,6 +91,10 @@ type checker struct {
 	storeExprs    map[token.Pos][2]ast.Expr     // assignments and literal elements, by their store's position
 	modPkgs       []*types.Package              // see modulePackages
 	dirSet        *directiveSet                 // see directives
+
+	acquired  map[*ssa.Function][]Acquisition // what each function may lock (reentry.go)
+	modCode   map[string]bool                 // see moduleCode
+	reentries []finding                       // proven re-entries found by the flows
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -89,6 +103,9 @@ func run(pass *analysis.Pass) (any, error) {
 		pass:       pass,
 		srcFuncs:   make(map[*ssa.Function]bool, len(ssaInfo.SrcFuncs)),
 		interfaces: interfaces,
+		reentry:    reentry,
+		acquired:   map[*ssa.Function][]Acquisition{},
+		modCode:    map[string]bool{},
 		valueIDs:   map[ssa.Value]int{},
 		results:    map[*ssa.Function]result{},
 		effects:    map[*ssa.Function][]LockEffect{},
@@ -142,8 +159,10 @@ func run(pass *analysis.Pass) (any, error) {
 		c.exportObligations()
 		c.exportPromises()
 	}
+	findings = append(findings, c.reentries...)
 	c.reportAll(findings)
 	if summaryFacts {
+		c.exportAcquires(funcs)
 		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not
 		c.exportOutsideHooks()
 	}

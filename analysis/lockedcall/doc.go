@@ -62,6 +62,40 @@
 // released, in the function or in a callee that releases its caller's lock
 // first.
 //
+// # Proven re-entry
+//
+// Where the code that runs under a held mutex is the module's own, it is
+// followed instead of trusted, and a path that locks the held mutex again is
+// reported as a class of its own, on by default (-reentry=false turns it
+// off), with the path and "deadlocks if it runs":
+//
+//	c = cache.New(func(k string) string { return c.Get("a") }) // call of cache.New passes a func literal, which package cache calls while c.mu is held (cache.go:27), and it locks it again; deadlocks if it runs: Get → c.loader → (main's closure) → Get → c.mu.Lock
+//	if c.Len() > 100 { // call of c.Len while c.mu is held locks it again; deadlocks if it runs: Put → Len → c.mu.Lock
+//
+// The code followed is a static call of the module's function (a direct
+// self-deadlock), a function value whose every value the package's stores
+// show (a method value in a field, a hook set in init, a parameter of an
+// unexported function), and the module's code passed to or stored in an
+// internal package's way in that it calls under a lock (an obligation). Each
+// function's locks are summarized, through the static calls it makes, and
+// exported as an Acquires fact for the packages that call it. An RLock
+// followed by a Lock of the same RWMutex is reported, and so is an RLock
+// followed by another RLock, which deadlocks once a writer waits between them
+// ("deadlocks if it runs while a writer waits"), as sync.RWMutex's
+// documentation says.
+//
+// The same mutex means: the same package variable; or, for a static call, the
+// same field reached from the same value (c.mu held, c.Len() locks c.mu); or,
+// behind a function value or an obligation, the same field of the same named
+// type, whichever instance, since the analysis cannot tell instances apart
+// there. A mutex of an object the code allocates itself (new(Cache),
+// &Cache{}) is not the held one. Not followed: interface method calls (an
+// implementation built elsewhere), calls of function values inside the
+// followed code, goroutines (go c.Get(k) waits for the lock, it does not
+// deadlock the holder), TryLock, code of other modules and the standard
+// library, reflection. A function that unlocks its caller's mutex before it
+// locks it (a wait: mu.Unlock(); defer mu.Lock()) takes nothing new.
+//
 // # Locks
 //
 // Lock, RLock, and TryLock and TryRLock on the branch where they succeeded, of
@@ -271,5 +305,9 @@
 //     a loop counts once, and deferred calls are checked at returns, not where
 //     a panic unwinds.
 //   - A helper that locks on some paths only (a TryLock wrapper) exports no fact.
+//   - Proven re-entry follows static calls only, and behind a function value
+//     or an obligation it matches mutexes by field and type: a child's mutex
+//     of the same type as its parent's held one, reached through a
+//     function value, is reported as the same.
 //   - Reflection, unsafe and go:linkname are not modelled.
 package lockedcall

@@ -2,6 +2,7 @@ package lockedcall
 
 import (
 	"fmt"
+	"go/types"
 	"sort"
 	"strings"
 
@@ -121,8 +122,20 @@ func (c *checker) effectPath(e LockEffect, args []ssa.Value, ctx *funcCtx) (p lo
 	default:
 		return lockPath{}, false
 	}
+	t := types.Type(nil)
+	if e.Param >= 0 {
+		t = args[e.Param].Type()
+	}
 	for _, step := range e.Steps {
+		owner := t
 		p = p.extend(step, true)
+		if t != nil {
+			if f := fieldAt(t, []string{step}); f != nil {
+				p.id, t = fieldID(owner, step), f.Type()
+			} else {
+				t = nil
+			}
+		}
 	}
 	return p, true
 }

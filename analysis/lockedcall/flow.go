@@ -181,6 +181,7 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 	if actions, ok := f.lockActions(common); ok {
 		f.noteSite(site, common, st)
 		f.chainCall(common, st.locks(), callUnderLock)
+		f.reentryDirect(common, st)
 		f.applyNow(actions, site, st)
 		return st
 	}
@@ -191,6 +192,9 @@ func (f *flow) call(common *ssa.CallCommon, site *ssa.Call, st *lockState) *lock
 	target := f.c.classify(common.Value, f.ctx)
 	if target.out != visible && len(st.held) > 0 {
 		f.report(finding{kind: callUnderLock, pos: common.Pos(), out: target.out, locks: st.locks(), val: common.Value, vctx: f.ctx})
+	}
+	if target.out == visible {
+		f.reentryValue(common, st)
 	}
 	exit, inner := f.closures(target.closures, common, site, st)
 	if inner != nil {

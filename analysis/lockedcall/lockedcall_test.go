@@ -82,3 +82,18 @@ func TestObligations(t *testing.T) {
 func TestPromises(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "oblig/internal/watch", "oblig/internal/depmgr")
 }
+
+// TestReentryCache is issue 31's program: main's loader re-enters the
+// internal cache's Get, which holds c.mu while it calls the loader.
+func TestReentryCache(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/internal/cache", "reentry/cmd/app")
+}
+
+// TestReentryWithinPackage proves re-entry by a static call, a helper, a
+// method value, a hook set in init and an RWMutex, and the shapes that are
+// none: another field, another instance, an unlock first, a goroutine, an
+// interface, a wait that gives the lock up.
+func TestReentryWithinPackage(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/local")
+}

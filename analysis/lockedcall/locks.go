@@ -28,6 +28,12 @@ type lockPath struct {
 	steps     []string
 
 	viaCond bool // reached through a sync.Cond's L: name it as the mutex
+
+	// id names the mutex by what it is, not by how the function reaches
+	// it: "import/path.Type.field" for a field, "g:import/path.name" for a
+	// package variable; "" when it is neither (an element, a local). Two
+	// paths with one id may still be two instances of one type.
+	id string
 }
 
 // extend returns the path one step further: a field name or an index.
@@ -41,6 +47,7 @@ func (p lockPath) extend(step string, portable bool) lockPath {
 	q.name = p.name + sep + step
 	q.portable = p.portable && portable
 	q.steps = append(append([]string(nil), p.steps...), step)
+	q.id = ""
 	return q
 }
 
@@ -144,9 +151,13 @@ func (c *checker) pathOfDepth(v ssa.Value, ctx *funcCtx, depth int) lockPath {
 				return p
 			}
 		}
-		return c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)
+		p := c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)
+		p.id = fieldID(v.X.Type(), fieldName(v.X.Type(), v.Field))
+		return p
 	case *ssa.Field:
-		return c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)
+		p := c.pathOfDepth(v.X, ctx, depth+1).extend(fieldName(v.X.Type(), v.Field), true)
+		p.id = fieldID(v.X.Type(), fieldName(v.X.Type(), v.Field))
+		return p
 	case *ssa.IndexAddr:
 		step, portable := c.indexStep(v.Index)
 		return c.pathOfDepth(v.X, ctx, depth+1).extend(step, portable)
@@ -199,7 +210,17 @@ func (c *checker) globalPath(global, pkgName string) lockPath {
 			name = pkgName + "." + name
 		}
 	}
-	return lockPath{key: "g:" + global, name: name, portable: true, param: -1, global: global, globalPkg: pkgName}
+	return lockPath{key: "g:" + global, name: name, portable: true, param: -1, global: global, globalPkg: pkgName, id: "g:" + global}
+}
+
+// fieldID is the id of the mutex in field name of the named struct type t is
+// or points to; "" for a struct type without a name.
+func fieldID(t types.Type, name string) string {
+	n := namedOf(t)
+	if n == nil || n.Obj().Pkg() == nil {
+		return ""
+	}
+	return n.Obj().Pkg().Path() + "." + n.Obj().Name() + "." + name
 }
 
 // maxPathDepth bounds the walks over values, which can cycle through phis and

@@ -35,6 +35,17 @@ type Obligation struct {
 	Locks string   // the locks held there, as a message puts them: "t.mu is held"
 	Chain []string // the functions on the way, from the one that holds the lock to the call
 	Via   []string // the module's functions that pass it on to the package, outermost first
+	// Held are the mutexes held there on every path that have an id (see
+	// Acquisition.ID): code of the module's that locks one of them again
+	// where it is passed or stored is a proven re-entry.
+	Held []HeldMutex
+}
+
+// HeldMutex is a mutex an obligation's call runs under.
+type HeldMutex struct {
+	ID   string
+	Name string
+	Read bool
 }
 
 // AFact marks Obligations as an analysis fact.
@@ -183,6 +194,11 @@ func (c *checker) obligationFor(fd *finding) Obligation {
 		Pkg:   c.pass.Pkg.Name(),
 		Where: fmt.Sprintf("%s:%d", filepath.Base(pos.Filename), pos.Line),
 		Locks: describeLocks(fd.locks),
+	}
+	for _, h := range fd.locks {
+		if h.must && h.path.id != "" {
+			ob.Held = append(ob.Held, HeldMutex{ID: h.path.id, Name: h.name, Read: h.read})
+		}
 	}
 	if fd.where != nil {
 		ob.Chain = []string{topLevel(fd.where).Name()}

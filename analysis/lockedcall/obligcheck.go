@@ -143,7 +143,7 @@ func (c *checker) obligationsOf(obj types.Object) []Obligation {
 // value may be code from outside.
 func (c *checker) meet(ob Obligation, v ssa.Value, ctx *funcCtx, via string) *finding {
 	if c.isVisibleCode(v, ctx, 0) {
-		return nil
+		return c.reentryObligation(ob, v, ctx)
 	}
 	if c.deferring() {
 		if src := c.sources(v, ctx); src.ok {
@@ -194,6 +194,9 @@ func (c *checker) obligationMessage(fd *finding) string {
 	chain := strings.Join(ob.Chain, " → ")
 	if len(ob.Via) > 0 {
 		chain = "through " + strings.Join(ob.Via, " → ") + "; " + chain
+	}
+	if fd.reentry != nil {
+		return c.obligationReentryMessage(fd)
 	}
 	if fd.kind == storeToLocked {
 		text := c.storedText(fd.pos)

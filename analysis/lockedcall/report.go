@@ -23,6 +23,7 @@ const (
 	deferAtReturn                        // defer fn() that runs as the function returns holding mu
 	passToLocked                         // F(fn), where F's package calls fn under its lock (an obligation)
 	storeToLocked                        // x.F = fn, where F's package calls x.F under its lock
+	reentryUnderLock                     // a call, under mu, of the module's code that locks mu again
 )
 
 // finding is one call of outside code under a lock, before it is rendered.
@@ -47,6 +48,9 @@ type finding struct {
 	// breaks, and target the argument passed or the field stored in.
 	oblig  *Obligation
 	target string
+	// reentry, when set, proves that what is called locks a held mutex
+	// again: the finding is of the re-entry class.
+	reentry *reentryProof
 }
 
 // subject returns what a finding calls, as the source spells it, what that is,
@@ -89,6 +93,9 @@ func (c *checker) calleeText(lparen token.Pos) string {
 func (c *checker) message(fd *finding) string {
 	if fd.oblig != nil {
 		return c.obligationMessage(fd)
+	}
+	if fd.reentry != nil {
+		return c.reentryMessage(fd)
 	}
 	text, what, reenters := c.subject(fd)
 	switch fd.kind {

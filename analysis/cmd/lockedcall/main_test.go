@@ -112,3 +112,52 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReentryDeadlocks runs issue 31's program (lockedcall's testdata
+// reentry/internal/cache and reentry/cmd/app, as a module of their own) in
+// a child and sees it die of the deadlock that lockedcall reports for it.
+func TestReentryDeadlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs a program that deadlocks")
+	}
+	bin := filepath.Join(t.TempDir(), "lockedcall")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "lockedcall", "testdata", "src", "reentry")
+	for _, pkg := range []string{filepath.Join("internal", "cache"), filepath.Join("cmd", "app")} {
+		copyDir(t, filepath.Join(src, pkg), filepath.Join(dir, pkg))
+	}
+	writeFile(t, filepath.Join(dir, "go.mod"), "module reentry\n\ngo 1.26\n")
+
+	stdout, stderr, code := runIn(t, dir, "go", "run", "./cmd/app")
+	if code == 0 || !bytes.Contains(stderr, []byte("fatal error: all goroutines are asleep - deadlock!")) {
+		t.Errorf("go run ./cmd/app: exit status %d, want the runtime's deadlock\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	stdout, stderr, code = runIn(t, dir, bin, "./...")
+	want := regexp.MustCompile(`cmd/app/main\.go:14:6: call of cache\.New passes a func literal, which package cache calls while c\.mu is held \(cache\.go:27\), and it locks it again; deadlocks if it runs: Get → c\.loader → \(main's closure\) → Get → c\.mu\.Lock\n`)
+	if code != 3 || !want.Match(stdout) || bytes.Count(stdout, []byte("\n")) != 1 {
+		t.Errorf("lockedcall ./...: exit status %d, want 3 and the one finding %s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+}
+
+// copyDir copies the files of one directory.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		content, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(to, e.Name()), string(content))
+	}
+}

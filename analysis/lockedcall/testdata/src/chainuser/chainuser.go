@@ -15,7 +15,7 @@ type Cache struct {
 
 func New(onEvict func(string)) *Cache { return &Cache{lru: chainlib.NewLRU(onEvict)} }
 
-func (c *Cache) Add(key string) { // want Add:"calls param 0 field lru.onEvict \\(Add → removeOldest → l.onEvict\\)"
+func (c *Cache) Add(key string) { // want Add:"calls param 0 field lru.onEvict \\(Add → removeOldest → l.onEvict\\)" Add:`locks c\.mu: Add → c\.mu\.Lock`
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Add(key) // want `call of c.lru.Add \(it calls c.lru.onEvict, a field: Add → removeOldest → l.onEvict\) while c.mu is held`
@@ -38,7 +38,7 @@ func NewCounted() *Counted {
 
 func (c *Counted) count(string) { c.evicted++ }
 
-func (c *Counted) Add(key string) {
+func (c *Counted) Add(key string) { // want Add:`locks c\.mu: Add → c\.mu\.Lock`
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Add(key)
@@ -52,7 +52,7 @@ type Hooks struct {
 	keys []string
 }
 
-func (h *Hooks) Init(init func()) { // want Init:"calls param 1 \\(Do → doSlow → f\\)"
+func (h *Hooks) Init(init func()) { // want Init:"calls param 1 \\(Do → doSlow → f\\)" Init:`locks h\.mu: Init → h\.mu\.Lock`
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.once.Do(init) // want `call of h.once.Do \(it calls init, a parameter: Do → doSlow → f\) while h.mu is held`
@@ -62,7 +62,7 @@ func (h *Hooks) Init(init func()) { // want Init:"calls param 1 \\(Do → doSlow
 // A pool the package fills with its own New: Get calls only visible code.
 var nodes = sync.Pool{New: func() any { return new(int) }}
 
-func (h *Hooks) Node(p *sync.Pool) { // want Node:"calls param 1 field New \\(Get → p.New\\)"
+func (h *Hooks) Node(p *sync.Pool) { // want Node:"calls param 1 field New \\(Get → p.New\\)" Node:`locks h\.mu: Node → h\.mu\.Lock`
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_ = nodes.Get()

@@ -29,7 +29,7 @@ func New() *Client {
 
 func (c *Client) tick() {}
 
-func (c *Client) Tick() time.Time {
+func (c *Client) Tick() time.Time { // want Tick:`locks c\.mu: Tick → c\.mu\.Lock`
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stop := clock.AfterFunc(time.Second, c.tick)

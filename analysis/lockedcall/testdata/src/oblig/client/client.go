@@ -29,7 +29,7 @@ func NewWith(onEvict func(string)) *pool.Pool {
 }
 
 // Sweep passes its own code.
-func (c *Client) Sweep() {
+func (c *Client) Sweep() { // want Sweep:`locks p\.mu: Sweep → Filter → p\.mu\.Lock`
 	c.p.Filter(func(*pool.Conn) bool { return true })
 	c.p.Filter(c.keep)
 }
@@ -41,7 +41,7 @@ func Relay(f func(string)) *pool.Pool {
 }
 
 // Metrics stores its own callback, and then its caller's.
-func Metrics(user func(int)) {
+func Metrics(user func(int)) { // want Metrics:`locks callbacksMu: Metrics → SetCallbacks → callbacksMu\.Lock`
 	pool.SetCallbacks(&pool.Callbacks{Count: func(int) {}})
 	pool.SetCallbacks(&pool.Callbacks{
 		Count: user, // want `user \(a parameter\) is stored in pool.Callbacks.Count, which package pool calls while p.mu is held \(pool.go:\d+: Put → cb\)`
@@ -52,7 +52,7 @@ func Metrics(user func(int)) {
 }
 
 // UseLegacy passes its caller's function to a call its package reviewed.
-func UseLegacy(p *pool.Pool, f func()) { p.Legacy(f) } // want UseLegacy:"calls param 1 \\(Legacy → fn\\)"
+func UseLegacy(p *pool.Pool, f func()) { p.Legacy(f) } // want UseLegacy:"calls param 1 \\(Legacy → fn\\)" UseLegacy:`locks p\.mu: UseLegacy → Legacy → p\.mu\.Lock`
 
 // Serve hands the transport its own handler, and then its caller's.
 func Serve(t pool.Transport, h func(string)) {

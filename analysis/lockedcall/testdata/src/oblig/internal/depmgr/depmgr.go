@@ -38,7 +38,7 @@ func (m *Manager) changed(v int, done func()) { // want changed:"calls param 2 \
 	m.handled = v
 }
 
-func (m *Manager) Close() {
+func (m *Manager) Close() { // want Close:`locks m\.mu: Close → m\.mu\.Lock`
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stop()
@@ -46,7 +46,7 @@ func (m *Manager) Close() {
 
 type leaky struct{ mu sync.Mutex }
 
-func (l *leaky) Changed(v int, done func()) { // want Changed:"calls param 2 \\(done\\)"
+func (l *leaky) Changed(v int, done func()) { // want Changed:"calls param 2 \\(done\\)" Changed:`locks l\.mu: Changed → l\.mu\.Lock`
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	done() // want `call of done \(a parameter\) while l.mu is held`

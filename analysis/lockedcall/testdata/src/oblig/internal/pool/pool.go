@@ -23,14 +23,14 @@ func New(onEvict func(string)) *Pool { // want New:"param 0 runs in Evict → p.
 
 func newPool(f func(string)) *Pool { return &Pool{onEvict: f} }
 
-func (p *Pool) Evict(key string) { // want Evict:"calls param 0 field onEvict \\(p.onEvict\\)"
+func (p *Pool) Evict(key string) { // want Evict:"calls param 0 field onEvict \\(p.onEvict\\)" Evict:`locks p\.mu: Evict → p\.mu\.Lock`
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.onEvict(key)
 }
 
 // Filter calls fn on each connection under p.mu.
-func (p *Pool) Filter(fn func(*Conn) bool) { // want Filter:"calls param 1 \\(fn\\)" Filter:"param 1 runs in Filter → fn while p.mu is held"
+func (p *Pool) Filter(fn func(*Conn) bool) { // want Filter:"calls param 1 \\(fn\\)" Filter:"param 1 runs in Filter → fn while p.mu is held" Filter:`locks p\.mu: Filter → p\.mu\.Lock`
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
@@ -49,7 +49,7 @@ var (
 )
 
 // SetCallbacks installs cbs; nil removes them.
-func SetCallbacks(cbs *Callbacks) {
+func SetCallbacks(cbs *Callbacks) { // want SetCallbacks:`locks callbacksMu: SetCallbacks → callbacksMu\.Lock`
 	callbacksMu.Lock()
 	defer callbacksMu.Unlock()
 	if cbs == nil {
@@ -66,7 +66,7 @@ func getCount() func(int) {
 }
 
 // Put adds a connection and counts it, under p.mu.
-func (p *Pool) Put(c *Conn) {
+func (p *Pool) Put(c *Conn) { // want Put:`locks p\.mu: Put → p\.mu\.Lock; locks callbacksMu: Put → getCount → callbacksMu\.RLock`
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.conns = append(p.conns, c)
@@ -98,7 +98,7 @@ func (c *Conn) Close() error {
 }
 
 // Drain closes every connection under p.mu.
-func (p *Pool) Drain() {
+func (p *Pool) Drain() { // want Drain:`locks p\.mu: Drain → p\.mu\.Lock`
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
@@ -117,7 +117,7 @@ type server struct{ mu sync.Mutex }
 // NewTransport returns a Transport.
 func NewTransport() Transport { return &server{} }
 
-func (t *server) HandleStreams(handle func(string)) { // want HandleStreams:"calls param 1 \\(handle\\)" HandleStreams:"param 1 runs in HandleStreams → handle while t.mu is held"
+func (t *server) HandleStreams(handle func(string)) { // want HandleStreams:"calls param 1 \\(handle\\)" HandleStreams:"param 1 runs in HandleStreams → handle while t.mu is held" HandleStreams:`locks t\.mu: HandleStreams → t\.mu\.Lock`
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	handle("stream")
@@ -127,7 +127,7 @@ func (t *server) HandleStreams(handle func(string)) { // want HandleStreams:"cal
 // is from outside, and reported here.
 type Listener struct{ mu sync.Mutex }
 
-func (l *Listener) Notify(cb func()) { // want Notify:"calls param 1 \\(cb\\)"
+func (l *Listener) Notify(cb func()) { // want Notify:"calls param 1 \\(cb\\)" Notify:`locks l\.mu: Notify → l\.mu\.Lock`
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cb() // want `call of cb \(a parameter\) while l.mu is held`
@@ -138,7 +138,7 @@ type notifier struct{ mu sync.Mutex }
 // NewNotifier returns a notifier as an api.Notifier.
 func NewNotifier() api.Notifier { return &notifier{} }
 
-func (n *notifier) Notify(cb func()) { // want Notify:"calls param 1 \\(cb\\)"
+func (n *notifier) Notify(cb func()) { // want Notify:"calls param 1 \\(cb\\)" Notify:`locks n\.mu: Notify → n\.mu\.Lock`
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cb() // want `call of cb \(a parameter\) while n.mu is held`
@@ -150,7 +150,7 @@ func probe(t Transport) { t.HandleStreams(func(string) {}) }
 
 // Legacy runs fn under its lock on purpose; the directive keeps that here,
 // and its callers are not asked again.
-func (p *Pool) Legacy(fn func()) { // want Legacy:"calls param 1 \\(fn\\)"
+func (p *Pool) Legacy(fn func()) { // want Legacy:"calls param 1 \\(fn\\)" Legacy:`locks p\.mu: Legacy → p\.mu\.Lock`
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fn() //lockedcall:ok the pre-fix discipline, kept on purpose

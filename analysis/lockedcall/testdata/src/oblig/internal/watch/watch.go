@@ -26,7 +26,7 @@ type Hub struct {
 	acked int
 }
 
-func (h *Hub) Watch(w Watcher) func() { // want Watch:"result 0 is visible code"
+func (h *Hub) Watch(w Watcher) func() { // want Watch:"result 0 is visible code" Watch:`locks h\.mu: Watch → h\.mu\.Lock`
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ws = append(h.ws, w)
