@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches what the cuda backend builds and runs against on a machine with no GPU:
-# CUDA 11.8 headers and link stubs (nvidia-cuda-dev), libcurand (libcurand10) and
-# the driver library (libcuda1), from Debian's non-free component, through a
+# CUDA 11.8 headers and link stubs (nvidia-cuda-dev), libcurand (libcurand10), the
+# driver library (libcuda1) and NVML (libnvidia-ml1), from Debian's non-free component, through a
 # private apt configuration: the system's sources are never edited. Only the
 # needed paths are extracted, into a cache outside the work tree; a second run
 # finds the cache and returns at once.
@@ -16,7 +16,7 @@ sdk=$cache_root/cuda
 stamp=$sdk/.complete
 lib=usr/lib/x86_64-linux-gnu
 
-if [[ ! -f $stamp ]]; then
+if [[ ! -f $stamp || ! -f $sdk/driver/libnvidia-ml.so.1 ]]; then
   echo "fetching the CUDA SDK into $sdk" >&2
   work=$cache_root/cuda-apt
   rm -rf "$sdk" "$work"
@@ -30,13 +30,13 @@ if [[ ! -f $stamp ]]; then
             -o "APT::Get::List-Cleanup=0" -o "APT::Sandbox::User=root")
   mkdir -p "$work/parts" && cp "$work/debian.sources" "$work/parts/"
   apt-get "${apt_opts[@]}" -qq update >&2
-  (cd "$work/debs" && apt-get "${apt_opts[@]}" -qq download nvidia-cuda-dev libcurand10 libcuda1 >&2)
+  (cd "$work/debs" && apt-get "${apt_opts[@]}" -qq download nvidia-cuda-dev libcurand10 libcuda1 libnvidia-ml1 >&2)
   for deb in "$work"/debs/nvidia-cuda-dev_*.deb; do
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" ./usr/include "./$lib/stubs/libcuda.so" \
       --wildcards "./$lib/libcurand.so" 2>/dev/null || \
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" ./usr/include "./$lib/stubs/libcuda.so"
   done
-  for deb in "$work"/debs/libcurand10_*.deb "$work"/debs/libcuda1_*.deb; do
+  for deb in "$work"/debs/libcurand10_*.deb "$work"/debs/libcuda1_*.deb "$work"/debs/libnvidia-ml1_*.deb; do
     dpkg-deb -x "$deb" "$sdk"
   done
   # The development symlink for -lcurand, if no package shipped one.
@@ -47,6 +47,9 @@ if [[ ! -f $stamp ]]; then
   driver=$(find "$sdk" -name 'libcuda.so.1' -path '*nvidia*' | head -n1)
   [[ -n $driver ]] || { echo "fetch-cuda-sdk: libcuda.so.1 not found in libcuda1" >&2; exit 1; }
   mkdir -p "$sdk/driver" && cp -L "$driver" "$sdk/driver/libcuda.so.1"
+  nvml=$(find "$sdk" -name 'libnvidia-ml.so.1' -path '*nvidia*' | head -n1)
+  [[ -n $nvml ]] || { echo "fetch-cuda-sdk: libnvidia-ml.so.1 not found in libnvidia-ml1" >&2; exit 1; }
+  cp -L "$nvml" "$sdk/driver/libnvidia-ml.so.1"
   [[ -f $sdk/usr/include/cuda.h && -f $sdk/usr/include/curand.h ]] || { echo "fetch-cuda-sdk: headers missing" >&2; exit 1; }
   rm -rf "$work"
   touch "$stamp"
