@@ -127,7 +127,11 @@ func (s *Stream) Until(t *testing.T, limit time.Duration, cond func(*drahealthv1
 	deadline := time.Now().Add(limit)
 	var read []*drahealthv1.NodeWatchResourcesResponse
 	for {
-		r := s.Next(t, time.Until(deadline))
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("none of the %d responses read in %v was the one awaited", len(read), limit)
+		}
+		r := s.Next(t, left)
 		read = append(read, r)
 		if cond(r) {
 			return read
