@@ -71,7 +71,7 @@ type served struct {
 	ids    [2]string
 }
 
-func simFeed(t *testing.T, opts drahealth.Options) served {
+func simFeed(t testing.TB, opts drahealth.Options) served {
 	var s served
 	var devices []device.Info
 	s.sim, s.rt, devices = simRuntime(t, 2)

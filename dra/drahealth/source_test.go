@@ -54,7 +54,7 @@ func healthy(ordinal int) drahealth.State {
 
 // simRuntime is a Runtime over n simulated devices, initialized, with every
 // device watched (waited for on Stats.Changed), and its devices.
-func simRuntime(t *testing.T, n int) (*sim.Backend, *device.Runtime, []device.Info) {
+func simRuntime(t testing.TB, n int) (*sim.Backend, *device.Runtime, []device.Info) {
 	t.Helper()
 	b := sim.New(sim.WithDevices(n))
 	rt := device.New(b)
@@ -78,7 +78,7 @@ func simRuntime(t *testing.T, n int) (*sim.Backend, *device.Runtime, []device.In
 }
 
 // waitStats waits on Stats.Changed until cond holds, for 10 s at most.
-func waitStats(t *testing.T, rt *device.Runtime, cond func(device.Stats) bool) {
+func waitStats(t testing.TB, rt *device.Runtime, cond func(device.Stats) bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for s := rt.Stats(); !cond(s); s = rt.Stats() {

@@ -30,7 +30,7 @@ const NodeName = "node-a"
 // temporary folder and client as the Kubernetes client (a fake clientset
 // where nil); the helper stops at the test's end. It returns the helper and
 // the DRA service's socket.
-func Serve(t *testing.T, plugin kubeletplugin.DRAPlugin, client kubernetes.Interface) (*kubeletplugin.Helper, string) {
+func Serve(t testing.TB, plugin kubeletplugin.DRAPlugin, client kubernetes.Interface) (*kubeletplugin.Helper, string) {
 	t.Helper()
 	if client == nil {
 		client = fake.NewClientset()
@@ -57,7 +57,7 @@ type Stream struct {
 
 // Watch opens a stream on the DRA socket with the kubelet's client; it is
 // cancelled at the test's end.
-func Watch(t *testing.T, socket string) *Stream {
+func Watch(t testing.TB, socket string) *Stream {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func (s *Stream) Close() {
 
 // Next is the stream's next response; it fails the test when none comes
 // within limit, or the stream ends.
-func (s *Stream) Next(t *testing.T, limit time.Duration) *drahealthv1.NodeWatchResourcesResponse {
+func (s *Stream) Next(t testing.TB, limit time.Duration) *drahealthv1.NodeWatchResourcesResponse {
 	t.Helper()
 	select {
 	case r := <-s.responses:
@@ -122,7 +122,7 @@ func (s *Stream) take(r *drahealthv1.NodeWatchResourcesResponse) *drahealthv1.No
 
 // Until reads responses until cond holds for one, within limit, and returns
 // the responses read, the last one cond's.
-func (s *Stream) Until(t *testing.T, limit time.Duration, cond func(*drahealthv1.NodeWatchResourcesResponse) bool) []*drahealthv1.NodeWatchResourcesResponse {
+func (s *Stream) Until(t testing.TB, limit time.Duration, cond func(*drahealthv1.NodeWatchResourcesResponse) bool) []*drahealthv1.NodeWatchResourcesResponse {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	var read []*drahealthv1.NodeWatchResourcesResponse
@@ -150,7 +150,7 @@ func (s *Stream) Health(id string) (h drahealthv1.HealthStatus, ok bool) {
 
 // Ended waits, for limit at most, for the stream to end, and returns its
 // error; it fails the test if the stream goes on, or sends on.
-func (s *Stream) Ended(t *testing.T, limit time.Duration) error {
+func (s *Stream) Ended(t testing.TB, limit time.Duration) error {
 	t.Helper()
 	select {
 	case <-s.done:
