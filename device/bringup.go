@@ -17,7 +17,7 @@ import (
 type Phase string
 
 // The phases, in the order an initialization goes through them. A BringUp's
-// Phase is "" when nothing runs: before the initialization starts, and once
+// Phase is "" when nothing runs, before the initialization starts and once
 // it is done.
 const (
 	PhasePreflight Phase = "preflight" // a preflight child is checking a backend
@@ -27,37 +27,38 @@ const (
 )
 
 // BringUp is where a Runtime's initialization stands, for health checks and
-// status pages: what it does now and since when, and how its preflight
-// attempts went. A Runtime replaces it whole at each change, so a BringUp is
-// one consistent moment.
+// status pages. It says what the initialization does now and since when, and
+// how its preflight attempts went. A Runtime replaces it whole at each
+// change, so a BringUp is one consistent moment.
 type BringUp struct {
 	Phase   Phase
 	Since   time.Time // when Phase began
 	Backend string    // the backend being tried, or waited for
 	// InProcess is when the part of the initialization that runs in this
-	// process began: the driver's init, then the queued work. Zero until
-	// then: preflight children and the waits between them are not it. A
-	// health check's deadline counts from here, since only this part can
+	// process began: the driver's init, then the queued work. It is zero
+	// until then. Preflight children and the waits between them are not that
+	// part. A health check's deadline counts from here. Only this part can
 	// wedge the process.
 	InProcess time.Time
 	// Preflight reports that preflight children run before the driver's
-	// init; Attempts counts them, for every backend tried.
+	// init. Attempts counts them, for every backend tried.
 	Preflight bool
 	Attempts  int
-	// LastErr is the last failure of a backend, with its class; nil while
-	// none has failed.
+	// LastErr is the last failure of a backend, and LastClass its class.
+	// LastErr is nil while none has failed.
 	LastErr   error
 	LastClass Class
 	// Next is when the next attempt starts, in PhaseWaiting.
 	Next time.Time
-	// Summary says all of it in one line, "initializing: ...", made once
-	// per change, so that a probe can answer with it without allocating;
-	// empty before the initialization starts and once it is done.
+	// Summary says all of it in one line: "initializing: ...". It is made
+	// once per change, so that a probe can answer with it without
+	// allocating. It is empty before the initialization starts and once it
+	// is done.
 	Summary string
 }
 
-// bringUpNow is where the initialization stands, without a lock or an
-// allocation; the zero BringUp before it starts.
+// bringUpNow is where the initialization stands, read without a lock or an
+// allocation. It is the zero BringUp before the initialization starts.
 func (r *Runtime) bringUpNow() BringUp {
 	p := r.bringUp.Load()
 	if p == nil {
@@ -81,8 +82,8 @@ func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 			b.InProcess = b.Since
 		}
 	case PhasePreflight, PhaseWaiting:
-		// An in-process part that returned (auto passed that backend over)
-		// wedged nothing: another process runs now, or nothing does.
+		// An in-process part that returned wedged nothing: auto passed that
+		// backend over. Another process runs now, or nothing does.
 		b.InProcess = time.Time{}
 	}
 	b.Summary = b.summary()
@@ -111,10 +112,11 @@ func (b BringUp) summary() string {
 	return s
 }
 
-// tryCandidate brings reg's backend up: through a preflight child first when
-// preflight is on and the driver is not initialized in this process already,
-// then in-process. inChild reports a failure the child saw, which leaves this
-// process's driver untouched, so that it can be tried again.
+// tryCandidate brings reg's backend up. It goes through a preflight child
+// first when preflight is on and the driver is not initialized in this
+// process already. Then it brings the backend up in-process. inChild reports
+// a failure the child saw. Such a failure leaves this process's driver
+// untouched, so the backend can be tried again.
 func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Registration, floor int, preflight *Preflight) (
 	_ BringUp, c *choice, devices []Info, inChild bool, err error) {
 	if c = r.chosen.Load(); c == nil {
@@ -133,14 +135,14 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 		rep, err := runPreflight(ctx, *preflight, reg, b.Attempts)
 		r.stop.leave()
 		if r.stop.closed.Load() {
-			return b, nil, nil, false, ErrClosed // the child was killed, or its answer came too late
+			return b, nil, nil, false, ErrClosed // the child was killed, or answered too late
 		}
 		if rep.DriverVersion != 0 {
 			r.driverVersions.Store(reg.Name, rep.DriverVersion)
 		}
 		if errors.Is(err, ErrNotCompiled) {
 			// This process has the backend, so the child's answer is about
-			// the child, not the host: it is never "no GPU here".
+			// the child, not the host. It is never "no GPU here".
 			return b, nil, nil, false, fmt.Errorf("device: %s: the preflight child says it has no %s backend, which this process has: "+
 				"the default child serves the backends that init functions register with DefaultRegistry; register it there from an init function, "+
 				"or name a program that has it in Preflight.Command (the child said: %v)", reg.Name, reg.Name, err)
@@ -161,7 +163,7 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 }
 
 // retryWait waits d before the next preflight attempt, or until ctx ends
-// (Close). Tests replace it to see each wait without sleeping.
+// (at Shutdown). Tests replace it to see each wait without sleeping.
 var retryWait = func(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -171,7 +173,7 @@ var retryWait = func(ctx context.Context, d time.Duration) {
 	}
 }
 
-// failure is reg's failure err, with the driver version its backend read.
+// failure is the failure err of backend name, with the driver version it read.
 func (r *Runtime) failure(name string, err error) BackendFailure {
 	f := BackendFailure{Backend: name, Err: err}
 	if v, ok := r.driverVersions.Load(name); ok {
@@ -180,8 +182,8 @@ func (r *Runtime) failure(name string, err error) BackendFailure {
 	return f
 }
 
-// driverInitialized reports whether b's driver is initialized in this process
-// already, so that a preflight child has nothing left to protect.
+// driverInitialized reports whether b's driver is initialized in this
+// process already. A preflight child then has nothing left to protect.
 func driverInitialized(b driver.Backend) bool {
 	ir, ok := driver.Capability[driver.InitReporter](b)
 	return ok && ir.DriverInitialized()
@@ -213,9 +215,10 @@ func bringUpInProcess(ctx context.Context, b driver.Backend, name string, floor 
 }
 
 // classify gives a backend's failure its class, as the host shows now. A
-// no-device failure's class comes from evidence: the visibility settings, and
-// whether a GPU device node is given to this process; the evidence is kept in
-// the error, since a status must say why "no GPU" or "not yet".
+// no-device failure's class comes from evidence. The evidence is the
+// visibility settings, and whether a GPU device node is given to this
+// process. It is kept in the error, since a status must say why "no GPU" or
+// "not yet".
 func classify(reg driver.Registration, err error) error {
 	f := failure{err: err}
 	var evidence string
@@ -244,10 +247,10 @@ func isPreflightError(err error) bool {
 	return ok
 }
 
-// notePresentVendors adds to PassedOver the GPU backends after the chosen one
-// whose vendor's devices the host shows (a mixed NVIDIA and AMD host): auto
-// chooses one backend per process, so they were never tried, which the
-// server should know.
+// notePresentVendors adds to PassedOver the GPU backends after the chosen
+// one whose vendor's devices the host shows, as on a mixed NVIDIA and AMD
+// host. Auto chooses one backend per process, so they were never tried. The
+// server should know that.
 func (r *Runtime) notePresentVendors(chosen string, failures map[string]error) {
 	after := false
 	for _, reg := range r.candidates {
@@ -277,8 +280,8 @@ func (r *Runtime) storePassedOver(failures map[string]error) {
 	r.passedOver.Store(&passed)
 }
 
-// finalError is the initialization's failure: the one candidate's, or a
-// *NoBackendError of every candidate's, in order. The backends still not
+// finalError is the initialization's failure. It is the one candidate's, or
+// a *NoBackendError of every candidate's, in order. The backends still not
 // ready when the preflight's retries ran out say so.
 func (r *Runtime) finalError(failures map[string]error, notReady []driver.Registration, attempts int, took time.Duration, p *Preflight) error {
 	for _, reg := range notReady {

@@ -8,12 +8,12 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/callwatch"
 )
 
-// DefaultCallDeadline is how long a call into a device's driver after init
-// (Do's function, a generator's draw, MemoryInfo) may run before the device
-// is taken as hung.
+// DefaultCallDeadline is how long a call into a device's driver may run
+// after init before the device is taken as hung. Such calls are Do's
+// function, a generator's draw, and MemoryInfo.
 const DefaultCallDeadline = 60 * time.Second
 
-// The names of the calls the Runtime watches, kept as variables so that a
+// The names of the calls the Runtime watches. They are variables so that a
 // slot can point at one without an allocation per call.
 var (
 	opDo         = "Do"
@@ -25,12 +25,16 @@ var (
 	opCloseGen   = "Generator.Close"
 )
 
-// SetCallDeadline sets how long a call into a device's driver after init may
-// run before the device is taken as hung (DefaultCallDeadline unless set):
-// Do's function, a generator's calls, Memory. Zero or less turns the watch
-// off. It may be called at any time, from any goroutine, before Init or
-// after, and turns the watch on or off either way; calls in flight are held
-// to the new deadline from the watch's next look.
+// SetCallDeadline sets how long a call into a device's driver may run after
+// init before the device is taken as hung. The watched calls are Do's
+// function, a generator's calls, and Memory. The deadline is
+// [DefaultCallDeadline] unless set. Zero or less turns the watch off.
+//
+// SetCallDeadline is safe to call from any goroutine, before Init or after.
+// It turns the watch on or off either way. Calls in flight are held to the
+// new deadline from the watch's next look. A call is timed from when the
+// watch first sees it, so one begun while the watch was off gets the whole
+// deadline. After [Runtime.Shutdown] it has no effect: the watch has stopped.
 func (r *Runtime) SetCallDeadline(d time.Duration) {
 	if d <= 0 {
 		d = -1 // off; 0 stays "not set"
@@ -41,8 +45,7 @@ func (r *Runtime) SetCallDeadline(d time.Duration) {
 	}
 }
 
-// callDeadlineNow is the deadline calls are held to; 0 when the watch is
-// off.
+// callDeadlineNow is the deadline calls are held to; 0 when the watch is off.
 func (r *Runtime) callDeadlineNow() time.Duration {
 	switch d := r.callDeadline.Load(); {
 	case d < 0:
@@ -54,8 +57,8 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 }
 
 // startWatching starts the call watch over n devices, once the
-// initialization has found them, with the watch off or on: SetCallDeadline
-// can turn it on later. The Runtime owns it: Shutdown stops it.
+// initialization has found them. The watch may start off; SetCallDeadline
+// can turn it on later. The Runtime owns the watch, and Shutdown stops it.
 func (r *Runtime) startWatching(n int) {
 	if r.stop.closed.Load() {
 		return
@@ -81,8 +84,9 @@ func (r *Runtime) hung(ordinal int, op string, took, deadline time.Duration) {
 		Hint:     "the driver call has not returned: the GPU may be hung (check dmesg for Xid errors); the thread in it cannot be freed, so restart the process"})
 }
 
-// watched runs fn as the call op on device ordinal: refused with the
-// device's LostDevice if it is lost, else under the call deadline.
+// watched runs fn as the call op on device ordinal, under the call deadline.
+// A lost device refuses it with its LostDevice; after Shutdown it returns
+// ErrClosed.
 func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	if lost, ok := r.findLost(ordinal); ok {
 		return lost

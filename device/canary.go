@@ -11,16 +11,20 @@ import (
 
 var opCanary = "canary"
 
-// Canary proves device ordinal still does work: a round trip through its
-// driver (allocate 4 bytes, set them on the device, copy them back, free
-// them), run under the call deadline like any call after init. A failure
-// the driver calls sticky, or a pattern that comes back wrong, loses the
-// device (LossCanary); another failure is counted against it. The
-// Runtime initializes first if needed, waiting no longer than ctx. Canary
-// waits for the round trip no longer than ctx either: a call that hangs goes
-// on in the driver, and the call deadline loses its device. Where the
-// backend has no canary it returns an error wrapping ErrNotSupported. A lost
-// device's Canary returns its LostDevice at once.
+// Canary proves that device ordinal still does work. It makes a round trip
+// through the driver: allocate 4 bytes, set them on the device, copy them
+// back, free them. The round trip runs under the call deadline, like any
+// call after init.
+//
+// A sticky failure, or a pattern that comes back wrong, loses the device
+// ([LossCanary]). Any other failure is counted against it. A lost device's
+// Canary returns its [LostDevice] at once. Where the backend has no canary,
+// Canary returns an error wrapping [ErrNotSupported]. One canary runs per
+// device at a time; another call meanwhile fails at once.
+//
+// The Runtime initializes first if needed, waiting no longer than ctx.
+// Canary waits for the round trip no longer than ctx either. A call that
+// hangs goes on in the driver, and the call deadline loses its device.
 // A nil ctx panics, naming Canary.
 func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
 	nilContext(ctx, "Canary")

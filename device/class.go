@@ -9,27 +9,28 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// Class is what an initialization failure means for the process: whether
-// time, a restart, or only an operator can make the GPU usable. Health
-// checks decide by it (liveness fails only where a restart of the process
-// can help), and gpuprobe's labels and metrics carry it so that an alert can
-// fire on the right ones.
+// Class is what an initialization failure means for the process. It says
+// whether time, a restart, or only an operator can make the GPU usable.
+// Health checks decide by it: liveness fails only where a restart of the
+// process can help. gpuprobe's labels and metrics carry it, so that an alert
+// can fire on the right ones.
 type Class int
 
-// The classes, in the order ClassOf prefers them when auto's backends failed
-// differently.
+// The classes. When auto's backends failed differently, ClassOf prefers the
+// later ones: NotYet, then NeedsOperator, then NoGPUHere.
 const (
-	// NoClass is not an initialization failure: a caller's own
+	// NoClass is not an initialization failure. It is a caller's own
 	// cancellation, or an error of a call on a device that works.
 	NoClass Class = iota
-	// NoGPUHere: this host, or this binary, has no GPU gpuinit can use, and
-	// a restart cannot change that.
+	// NoGPUHere means this host, or this binary, has no GPU gpuinit can
+	// use. A restart cannot change that.
 	NoGPUHere
-	// NeedsOperator: a GPU is there but something only an operator can fix
-	// keeps it from working; a restart does not help.
+	// NeedsOperator means a GPU is there, but something only an operator
+	// can fix keeps it from working. A restart does not help.
 	NeedsOperator
-	// NotYet: expected to clear by itself; retried by the preflight, and a
-	// fresh process may succeed where this one gave up.
+	// NotYet means the failure is expected to clear by itself. The
+	// preflight retries it. A fresh process may succeed where this one gave
+	// up.
 	NotYet
 )
 
@@ -60,11 +61,11 @@ func (c Class) Describe() string {
 	return ""
 }
 
-// failure is what the class table looks at in an initialization failure:
-// the error, and what the host showed when it happened.
+// failure is what the class table looks at in an initialization failure.
+// That is the error, and what the host showed when it happened.
 type failure struct {
 	err     error
-	present bool   // the backend's Present saw a device node given to this process
+	present bool   // Present saw a device node given to this process
 	hidden  string // the visibility settings that hide every device, `NAME="value"`; "" if none
 }
 
@@ -88,7 +89,7 @@ func (f failure) opPrefix(prefix string) bool {
 	return errors.As(f.err, &de) && strings.HasPrefix(de.Op, prefix)
 }
 
-// classRule is one row of the class table: the first row whose match holds
+// classRule is one row of the class table. The first row whose match holds
 // gives a failure its class.
 type classRule struct {
 	class Class
@@ -97,7 +98,7 @@ type classRule struct {
 }
 
 // classRules is the one table of initialization failures and their
-// classes. README.md prints it (a test checks that it does, row for row).
+// classes. README.md prints it; a test checks that it does, row for row.
 var classRules = []classRule{
 	{NoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
 		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
@@ -140,8 +141,9 @@ func classOf(f failure) Class {
 	return NeedsOperator
 }
 
-// classified is an initialization failure with its class, decided when it
-// happened, since "not yet" depends on what the host showed then.
+// classified is an initialization failure with its class. The class is
+// decided when the failure happened: "not yet" depends on what the host
+// showed then.
 type classified struct {
 	err      error
 	class    Class
@@ -157,18 +159,21 @@ func (c *classified) Error() string {
 
 func (c *classified) Unwrap() error { return c.err }
 
-// Evidence is what the host showed that decided the class, or "": the
+// Evidence is what the host showed that decided the class, or "". The
 // health status reads it through errors.As with an interface.
 func (c *classified) Evidence() string { return c.evidence }
 
-// ClassOf returns the class of an initialization failure: what a Runtime's
-// Init (or Err) returned, a *NoBackendError, or a backend's own Init error.
-// A Runtime decides the class when the failure happens, since whether the
-// vendor's device nodes exist decides "not yet" against "no GPU here"; a
-// backend's raw error is classified by the table alone, as if there were
-// none. For auto's *NoBackendError the class is the most hopeful of its
-// backends': NotYet, then NeedsOperator, then NoGPUHere. Anything that is not
-// an initialization failure is NoClass, a caller's cancellation included.
+// ClassOf returns the class of an initialization failure. That is what a
+// Runtime's Init (or Err) returned, a *[NoBackendError], or a backend's own
+// Init error.
+//
+// A Runtime decides the class when the failure happens. Whether the
+// vendor's device nodes exist then decides "not yet" against "no GPU here".
+// A backend's raw error is classified by the table alone, as if there were
+// no device nodes. For auto's *NoBackendError the class is the most hopeful
+// of its backends': [NotYet], then [NeedsOperator], then [NoGPUHere].
+// Anything that is not an initialization failure is [NoClass], a caller's
+// cancellation and [ErrClosed] included.
 func ClassOf(err error) Class {
 	if err == nil || errors.Is(err, ErrClosed) {
 		return NoClass
@@ -191,10 +196,10 @@ func ClassOf(err error) Class {
 	return classOf(failure{err: err})
 }
 
-// isInitFailure reports whether err is one that an initialization gives: a
-// failure lazy memoized, a preflight child's, or a driver's error that is not
-// a call on a running device (a sticky code, a lost device, a library for an
-// optional feature).
+// isInitFailure reports whether err is one that an initialization gives. It
+// is a failure lazy memoized, a preflight child's, or ErrNotCompiled. Or it
+// is a driver's error that is not from a call on a running device: not a
+// sticky code, a lost device, or a library for an optional feature.
 func isInitFailure(err error) bool {
 	var ie *lazy.InitError
 	var qe *lazy.DeferredError
@@ -206,12 +211,13 @@ func isInitFailure(err error) bool {
 	return errors.As(err, &de) && !de.Sticky && !errors.Is(err, ErrDeviceLost) && !errors.Is(err, ErrNotSupported)
 }
 
-// FallBackToCPU reports whether err says this host has no GPU to use, so
-// that a server that can serve on the CPU should: the class is NoGPUHere (no
-// driver, no device given to this process, every GPU hidden on purpose, a
-// binary without a GPU backend). It is false where a GPU is there but broken
-// or misconfigured (NeedsOperator: stay unready and alert) and where it is
-// not ready yet (NotYet: wait, or let liveness restart the process).
+// FallBackToCPU reports whether err says this host has no GPU to use. A
+// server that can serve on the CPU then should. The class is [NoGPUHere]:
+// no driver, no device given to this process, every GPU hidden on purpose,
+// or a binary without a GPU backend. It is false where a GPU is there but
+// broken or misconfigured ([NeedsOperator]: stay unready and alert). It is
+// false where the GPU is not ready yet ([NotYet]: wait, or let liveness
+// restart the process).
 //
 //	if err := rt.Init(ctx); device.FallBackToCPU(err) {
 //		serveOnCPU() // err says why there is no GPU

@@ -9,38 +9,44 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/visibility"
 )
 
-// MappedDevice is one device of a DeviceMap: the runtime's ordinal for it and
-// the names the vendor's tools use.
+// MappedDevice is one device of a DeviceMap. It holds the runtime's ordinal
+// for it and the names the vendor's tools use.
 type MappedDevice struct {
-	Ordinal  int    // the runtime's: what the server passes to the driver
-	Index    int    // NVML's index (nvidia-smi's GPU number) for cuda; libhsakmt's node id for hip; -1 where unknown
+	Ordinal int // the runtime's: what the server passes to the driver
+	// Index is NVML's index (nvidia-smi's GPU number) for cuda, and
+	// libhsakmt's node id for hip. It is -1 where unknown.
+	Index    int
 	UUID     string // matches nvidia-smi -L and rocm-smi: the name to use in CUDA_VISIBLE_DEVICES
 	PCIBusID string
 	Name     string
 	// Selected is the visibility variable's entry that made the device
-	// visible ("CUDA_VISIBLE_DEVICES entry 1: GPU-8f2"), "" when the
-	// variable is unset.
+	// visible, such as "CUDA_VISIBLE_DEVICES entry 1: GPU-8f2". It is ""
+	// when the variable is unset.
 	Selected string
 }
 
-// DeviceMap is how a Runtime's ordinals map to the host's GPUs, under the
-// visibility variables it read at Init (Visibility).
+// DeviceMap is how a Runtime's ordinals map to the host's GPUs. It follows
+// the visibility variables the Runtime read at Init.
 type DeviceMap struct {
 	Backend string
-	Order   string // CUDA_DEVICE_ORDER as CUDA applies it: FASTEST_FIRST (the default) or PCI_BUS_ID; "" off CUDA
+	// Order is CUDA_DEVICE_ORDER as CUDA applies it: FASTEST_FIRST (the
+	// default) or PCI_BUS_ID. It is "" off CUDA.
+	Order   string
 	Devices []MappedDevice
 	// Warning says when the runtime's order is not the vendor tool's (PCI
-	// bus order) on a host with more than one GPU model: "GPU 0" then
-	// names different cards to the server and to nvidia-smi.
+	// bus order) on a host with more than one GPU model. "GPU 0" then names
+	// different cards to the server and to nvidia-smi.
 	Warning string
 }
 
-// DeviceMap reports, for each device, its runtime ordinal, the vendor tool's
-// index, its PCI bus id and UUID, and the visibility entry that selected it;
-// the variables are parsed as the runtimes parse them (a repeated entry
-// empties CUDA's list, an invalid one ends it). It initializes first if
-// needed, waiting no longer than ctx, and builds the map only when asked:
-// Init pays nothing for it. Reading the indices loads NVML on cuda.
+// DeviceMap reports each device's runtime ordinal, the vendor tool's index,
+// its PCI bus id and UUID, and the visibility entry that selected it. It
+// parses the variables as the runtimes do. A repeated entry empties CUDA's
+// list; an invalid one ends it.
+//
+// DeviceMap initializes first if needed, waiting no longer than ctx. It
+// builds the map only when asked, so Init pays nothing for it. Reading the
+// indices loads NVML on cuda.
 // A nil ctx panics, naming DeviceMap.
 func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 	nilContext(ctx, "DeviceMap")
@@ -66,7 +72,7 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 		rocr, hip := visibility.LookupROCm(getenv)
 		spec = rocr
 		if hip.Set {
-			spec = hip // HIP indexes what ROCr left: its entry is the one that names the ordinal
+			spec = hip // HIP indexes what ROCr left: its entry names the ordinal
 		}
 	}
 	indexer, hasIndex := driver.Capability[driver.PhysicalIndexer](r.Backend())
@@ -92,11 +98,11 @@ func (r *Runtime) DeviceMap(ctx context.Context) (DeviceMap, error) {
 	return m, nil
 }
 
-// selectors returns, for each device by ordinal, the position of the entry of
-// spec that selected it, or -1. An entry that names a UUID (a GPU's, a MIG
-// device's, or a MIG instance by its parent and ids) selects the devices it
-// names, wherever they are in the enumeration: under MIG, the runtime drops
-// entries (one compute instance per GPU instance), so a position means
+// selectors returns, for each device by ordinal, the position of the entry
+// of spec that selected it, or -1. An entry may name a UUID: a GPU's, a MIG
+// device's, or a MIG instance by its parent and ids. It selects the devices
+// it names, wherever they are in the enumeration. Under MIG, the runtime
+// drops entries (one compute instance per GPU instance), so a position means
 // nothing. The entries that name indices then select the devices no UUID
 // entry selected, in order, as the runtime enumerates them.
 func selectors(spec visibility.Spec, infos []Info) []int {

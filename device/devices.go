@@ -18,8 +18,8 @@ func (r *Runtime) DeviceCount(ctx context.Context) (int, error) {
 	return len(*r.devices.Load()), nil
 }
 
-// Device initializes on first use and describes one device. An ordinal out of
-// range gets an error wrapping ErrInvalidDevice with the valid range.
+// Device initializes on first use and describes one device. An ordinal out
+// of range gets an error wrapping [ErrInvalidDevice] with the valid range.
 // A nil ctx panics, naming Device.
 func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
 	nilContext(ctx, "Device")
@@ -32,8 +32,8 @@ func (r *Runtime) Device(ctx context.Context, ordinal int) (Info, error) {
 	return (*r.devices.Load())[ordinal], nil
 }
 
-// Devices initializes on first use and describes every device; the slice is
-// the caller's.
+// Devices initializes on first use and describes every device. The slice
+// is the caller's.
 // A nil ctx panics, naming Devices.
 func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 	nilContext(ctx, "Devices")
@@ -44,11 +44,12 @@ func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 }
 
 // CheckDevice returns nil if ordinal names a device in service. It never
-// initializes and never touches the backend. Otherwise it returns an error
-// wrapping ErrInvalidDevice for an ordinal the Runtime has not (one that
-// also wraps driver.ErrNotInitialized while the devices are not known yet:
-// until the driver's init has succeeded), the device's LostDevice (which
-// wraps ErrDeviceLost) for one that is lost, or ErrClosed after Shutdown.
+// initializes and never touches the backend. For an ordinal the Runtime has
+// not, it returns an error wrapping [ErrInvalidDevice]. Until the driver's
+// init has succeeded the devices are not known. The error for an ordinal of
+// 0 or more then also wraps [driver.ErrNotInitialized]. For a lost device it
+// returns the device's [LostDevice], which wraps [ErrDeviceLost]. After
+// Shutdown it returns [ErrClosed].
 func (r *Runtime) CheckDevice(ordinal int) error {
 	if err := r.checkOrdinal(ordinal); err != nil {
 		return err
@@ -62,9 +63,10 @@ func (r *Runtime) CheckDevice(ordinal int) error {
 	return nil
 }
 
-// checkOrdinal returns nil if ordinal names a device, else an error
-// wrapping ErrInvalidDevice that gives the valid range, and
-// driver.ErrNotInitialized while the devices are not known.
+// checkOrdinal returns nil if ordinal names a device. Otherwise it returns
+// an error wrapping ErrInvalidDevice that gives the valid range. While the
+// devices are not known, the error for an ordinal of 0 or more also wraps
+// driver.ErrNotInitialized.
 func (r *Runtime) checkOrdinal(ordinal int) error {
 	devices := r.devices.Load()
 	switch {

@@ -29,12 +29,13 @@ func directory(name string) func(string) error {
 	}
 }
 
-// checkEnv checks the GPUINIT_* variables that are set: package device's own
-// and those of regs, the backends a Runtime may open. A value a check
-// refuses is an error naming the variable; so is a variable whose name is a
-// near miss of a known one (a typo that would be ignored). Variables of the
-// fake drivers and of tests (GPUINIT_FAKE_*, GPUINIT_*_TEST_*) and the
-// preflight child's marker are no settings of a user's.
+// checkEnv checks the GPUINIT_* variables that are set. They are package
+// device's own, and those of regs, the backends a Runtime may open. A value
+// a check refuses is an error naming the variable. So is a variable whose
+// name is a near miss of a known one: a typo that would be ignored. Some
+// variables are no settings of a user's and are not checked. They are those
+// of the fake drivers and of tests (GPUINIT_FAKE_*, GPUINIT_*_TEST_*), and
+// the preflight child's marker.
 func (g *Registry) checkEnv(regs []driver.Registration) error {
 	vars := append([]driver.EnvVar(nil), deviceEnv...)
 	for _, reg := range regs {

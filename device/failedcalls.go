@@ -7,19 +7,20 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// maxFailedCalls bounds the queued calls' failures a Runtime keeps: the first
-// ones, which say the most; the rest are counted.
+// maxFailedCalls bounds the queued calls' failures a Runtime keeps. It keeps
+// the first ones, which say the most, and counts the rest.
 const maxFailedCalls = 16
 
-// failedCalls are the failures of calls queued before initialization, each
-// its own call's (see LazyCall), published for Stats without a lock.
+// failedCalls are the failures of calls queued before initialization. Each
+// is its own call's (see LazyCall). They are published for Stats without a
+// lock.
 type failedCalls struct {
 	mu      sync.Mutex // serializes add
 	kept    atomic.Pointer[[]*lazy.DeferredError]
 	dropped atomic.Int64
 }
 
-// add records one; lazy calls it on the initialization's goroutine.
+// add records one failure. lazy calls it on the initialization's goroutine.
 func (f *failedCalls) add(d *lazy.DeferredError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -11,18 +11,21 @@ import (
 )
 
 // RequireDriverVersion raises the oldest version of backend's driver this
-// Runtime accepts to version, in that backend's own numbering (CUDA: 12040 for
-// 12.4; HIP: hipDriverGetVersion's), for a server whose own engine's runtime
-// needs more than the backend does. backend must be one the Runtime can
-// initialize (its own, or one of auto's candidates) and version positive;
-// anything else is refused with an error, since it would never apply.
+// Runtime accepts to version. It is for a server whose own engine's runtime
+// needs more than the backend does. The version is in that backend's own
+// numbering: for CUDA, 12040 is 12.4; for HIP, it is hipDriverGetVersion's.
+// backend must be one the Runtime can initialize: its own, or one of auto's
+// candidates. version must be positive. Anything else is refused with an
+// error, since it would never apply.
 //
 // The floor is checked after the backend's Init, for every Runtime, whichever
-// first initialized the process's driver: under auto a candidate below it is
-// passed over like one that failed, and a named backend fails with an error
-// wrapping ErrDriverMismatch that names both versions. It must be called
-// before the first Init: once initialization has read the floors it changes
-// nothing and returns an error.
+// first initialized the process's driver. Under auto, a candidate below it is
+// passed over like one that failed. A named backend fails with an error
+// wrapping [ErrDriverMismatch] that names both versions.
+//
+// RequireDriverVersion must be called before the first Init. Once
+// initialization has read the floors, it changes nothing and returns an
+// error. After Shutdown it returns [ErrClosed].
 func (r *Runtime) RequireDriverVersion(backend string, version int) error {
 	if !slices.ContainsFunc(r.candidates, func(reg driver.Registration) bool { return reg.Name == backend }) {
 		names := make([]string, len(r.candidates))
@@ -51,8 +54,8 @@ func (r *Runtime) RequireDriverVersion(backend string, version int) error {
 	return nil
 }
 
-// settings is what a Runtime is told before its first Init: the driver
-// floors (RequireDriverVersion) and the preflight (UsePreflight).
+// settings is what a Runtime is told before its first Init. That is the
+// driver floors (RequireDriverVersion) and the preflight (UsePreflight).
 type settings struct {
 	mu        sync.Mutex // protects following fields
 	floors    map[string]int
@@ -61,8 +64,8 @@ type settings struct {
 }
 
 // readSettings returns the floors by backend name and the preflight, with
-// GPUINIT_PREFLIGHT applied, and marks them read, so that a later
-// RequireDriverVersion or UsePreflight fails instead of being ignored.
+// GPUINIT_PREFLIGHT applied. It marks them read. A later
+// RequireDriverVersion or UsePreflight then fails instead of being ignored.
 func (r *Runtime) readSettings() (floors map[string]int, preflight *Preflight, err error) {
 	r.settings.mu.Lock()
 	r.settings.read = true
@@ -74,8 +77,9 @@ func (r *Runtime) readSettings() (floors map[string]int, preflight *Preflight, e
 
 // checkDriverFloor applies the floor need (0: none) to b, which Init has
 // initialized. Backends check their own floor before initializing the
-// driver, but they initialize once per process, so a second Runtime's floor
-// could reach no check there; this one holds for every Runtime and backend.
+// driver. But they initialize once per process, so a second Runtime's floor
+// could reach no check there. This check holds for every Runtime and
+// backend.
 func checkDriverFloor(b driver.Backend, name string, need int) error {
 	if need == 0 {
 		return nil

@@ -8,14 +8,15 @@ import (
 )
 
 // NewGenerator initializes on first use and creates device ordinal's Philox
-// generator through the backend's driver.GeneratorBackend (rng's Generators
-// use it); a backend without generators gets an error wrapping
-// ErrNotSupported. Every call on the generator runs under the call deadline
-// as Do's function does: past it the device is lost as hung, and on a lost
-// device the calls are refused with its LostDevice, Close included (which
-// then leaves the generator to the process's end rather than call a driver
-// that may not return). Like the backend's, the generator is not safe for
-// concurrent use.
+// generator. It goes through the backend's [driver.GeneratorBackend]; rng's
+// Generators use it. A backend without generators gets an error wrapping
+// [ErrNotSupported].
+//
+// Every call on the generator runs under the call deadline, as Do's
+// function does. Past it, the device is lost as hung. On a lost device the
+// calls are refused with its [LostDevice], Close included. Close then leaves
+// the generator to the process's end rather than call a driver that may not
+// return. Like the backend's, the generator is not safe for concurrent use.
 // A nil ctx panics, naming NewGenerator.
 func (r *Runtime) NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error) {
 	nilContext(ctx, "NewGenerator")

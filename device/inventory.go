@@ -5,25 +5,29 @@ import (
 	"errors"
 )
 
-// InventoryDevice is one GPU of a process's inventory: the backend that
-// drives it and what that backend says of it.
+// InventoryDevice is one GPU of a process's inventory. It names the backend
+// that drives it and holds what that backend says of it.
 type InventoryDevice struct {
 	Backend string
 	Info
 }
 
-// Inventory initializes each Runtime (waiting no longer than ctx) and lists
-// their devices in one inventory, in the order given: a server that drives
-// NVIDIA and AMD GPUs side by side opens the cuda and the hip Runtime and asks
-// here. A device two backends both see (by PCI bus id; MIG instances, which
-// share their GPU's, by UUID) is listed once, under the first. A Runtime
-// whose initialization failed (a class other than NoClass) is passed over and its failure
-// returned in skipped; any other error ends the inventory. Each runtime reads
-// only its own vendor's visibility variables (CUDA_VISIBLE_DEVICES for cuda;
-// HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES for hip, which also reads
-// CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset: set
-// HIP_VISIBLE_DEVICES on a mixed host so that hiding NVIDIA GPUs does not
-// hide AMD ones).
+// Inventory initializes each Runtime and lists their devices in one
+// inventory, in the order given. It waits no longer than ctx. A server that
+// drives NVIDIA and AMD GPUs side by side opens the cuda and the hip Runtime
+// and asks here.
+//
+// A device two backends both see is listed once, under the first. Devices
+// match by PCI bus id. MIG instances share their GPU's bus id, so they match
+// by UUID. A Runtime whose initialization failed (a class other than
+// [NoClass]) is passed over. Its failure is returned in skipped. Any other
+// error ends the inventory, and so does the end of ctx.
+//
+// Each runtime reads only its own vendor's visibility variables. cuda reads
+// CUDA_VISIBLE_DEVICES. hip reads HIP_VISIBLE_DEVICES and
+// ROCR_VISIBLE_DEVICES. It also reads CUDA_VISIBLE_DEVICES when
+// HIP_VISIBLE_DEVICES is unset. So on a mixed host, set HIP_VISIBLE_DEVICES,
+// so that hiding NVIDIA GPUs does not hide AMD ones.
 // A nil ctx panics, naming Inventory.
 func Inventory(ctx context.Context, runtimes ...*Runtime) (devices []InventoryDevice, skipped []BackendFailure, err error) {
 	nilContext(ctx, "Inventory")

@@ -12,15 +12,15 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// The lifecycle of a Runtime, in the order it goes through it: Open (in
-// registry.go) makes it and touches nothing; the first Init runs initialize,
-// which brings a backend up (bringup.go), then starts the watches; Shutdown
-// stops all of it.
+// The lifecycle of a Runtime, in order. Open (in registry.go) makes it and
+// touches nothing. The first Init runs initialize. That brings a backend up
+// (bringup.go), then starts the watches. Shutdown stops all of it.
 
-// Init initializes the backend on first call and returns the memoized result:
-// the driver's init, the device information, then the work queued by LazyCall
-// (whose failures are their own calls'). See lazy.Initializer.Init for
-// cancellation and re-entry. After Shutdown it returns ErrClosed.
+// Init initializes the backend on first call and returns the memoized
+// result. It runs the driver's init, reads the device information, then
+// runs the work queued by LazyCall. A queued call's failure is its own, not
+// Init's. See [lazy.Initializer.Init] for cancellation and re-entry. After
+// Shutdown, Init returns [ErrClosed].
 // A nil ctx panics, naming Init.
 func (r *Runtime) Init(ctx context.Context) error {
 	nilContext(ctx, "Init")
@@ -30,17 +30,17 @@ func (r *Runtime) Init(ctx context.Context) error {
 	return r.said(r.init.Init(ctx))
 }
 
-// initFailure is the initialization's memoized failure as a Runtime says
-// it: lazy's *InitError (errors.As still finds it, with the queued calls
-// that never ran), without lazy's own prefix, so that the message has one:
-// the backend's.
+// initFailure is the initialization's memoized failure as a Runtime says it.
+// It wraps lazy's *InitError, which errors.As still finds, with the queued
+// calls that never ran. Its message drops lazy's prefix, so that it has one
+// prefix: the backend's.
 type initFailure struct{ ie *lazy.InitError }
 
 func (f *initFailure) Error() string { return f.ie.Err.Error() }
 func (f *initFailure) Unwrap() error { return f.ie }
 
-// said is err as the Runtime says it: the memoized initialization failure
-// in its one form, made once; anything else as it is.
+// said is err as the Runtime says it. The memoized initialization failure
+// gets its one form, made once. Anything else is returned as it is.
 func (r *Runtime) said(err error) error {
 	ie, ok := err.(*lazy.InitError)
 	if !ok {
@@ -54,9 +54,10 @@ func (r *Runtime) said(err error) error {
 }
 
 // Start starts the initialization in the background, if nothing has, and
-// returns at once: nil when it is under way or finished, an error wrapping
-// ctx.Err() (and nothing started) when ctx is already done, ErrClosed after
-// Shutdown. See lazy.Initializer.Start.
+// returns at once. It returns nil when the initialization is under way or
+// finished. When ctx is already done, it starts nothing and returns an error
+// wrapping ctx.Err(). After Shutdown it returns [ErrClosed]. See
+// [lazy.Initializer.Start].
 // A nil ctx panics, naming Start.
 func (r *Runtime) Start(ctx context.Context) error {
 	nilContext(ctx, "Start")
@@ -66,18 +67,22 @@ func (r *Runtime) Start(ctx context.Context) error {
 	return r.init.Start(ctx)
 }
 
-// LazyCall runs fn now if the Runtime is initialized, else queues it to run right
-// after initialization; it never initializes. See lazy.Initializer.Call.
+// LazyCall runs fn now if the Runtime is initialized. Otherwise it queues fn
+// to run right after initialization. It never initializes. See
+// [lazy.Initializer.Call].
 //
-// A queued fn's failure is its own call's: it does not fail the
-// initialization, which every caller shares. It is recorded, with the call
-// site that queued it (Stats' FailedCalls, and the health status), and the
-// caller's package says it back as its kind of call has it (rng: the next
-// call of the same method returns it). PyTorch instead raises the failure
-// from whatever call initializes, and re-runs the whole queue at the next
-// one; a failure there stops every later caller too. One request's bad
-// ordinal must not take the GPU from every other request for the life of
-// the process. After Shutdown it returns ErrClosed.
+// A queued fn's failure is its own call's. It does not fail the
+// initialization, which every caller shares. It is recorded with the call
+// site that queued it, in Stats' FailedCalls and the health status. The
+// caller's package says it back as its kind of call has it. In rng, the
+// next call of the same method returns it.
+//
+// PyTorch instead raises the failure from whatever call initializes. It
+// re-runs the whole queue at the next one, so a failure there stops every
+// later caller too. One request's bad ordinal must not take the GPU from
+// every other request for the life of the process.
+//
+// After Shutdown, LazyCall returns [ErrClosed].
 // A nil ctx panics, naming LazyCall.
 func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
 	nilContext(ctx, "LazyCall")
@@ -87,8 +92,8 @@ func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
 	return r.init.CallDepth(ctx, 1, fn)
 }
 
-// LazyCallDepth is LazyCall for wrappers: the call site recorded for a queued fn
-// is depth frames above LazyCallDepth's caller.
+// LazyCallDepth is LazyCall for wrappers. The call site recorded for a
+// queued fn is depth frames above LazyCallDepth's caller.
 // A nil ctx panics, naming LazyCallDepth.
 func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error {
 	nilContext(ctx, "LazyCallDepth")
@@ -98,16 +103,17 @@ func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) er
 	return r.init.CallDepth(ctx, depth+1, fn)
 }
 
-// initialize is the Runtime's init function: it tries each candidate in
-// order, each through a preflight child first if the preflight is on, and
-// the first that gives at least one device is the Runtime's backend. With
-// the preflight on, the candidates whose child failed for a reason that
-// clears by itself (NotYet) are tried again, in fresh children, with capped
-// backoff, until the preflight's RetryFor has passed. With one candidate its
-// own error is returned; with several, a *NoBackendError lists each one's.
-// Every failure carries its class.
+// initialize is the Runtime's init function. It tries each candidate in
+// order, through a preflight child first if the preflight is on. The first
+// that gives at least one device is the Runtime's backend.
+//
+// With the preflight on, a candidate whose child failed for a reason that
+// clears by itself (NotYet) is tried again. Each retry runs in a fresh
+// child, with capped backoff, until the preflight's RetryFor has passed.
+// With one candidate, its own error is returned. With several, a
+// *NoBackendError lists each one's. Every failure carries its class.
 func (r *Runtime) initialize(ctx context.Context) error {
-	ctx, unbind := r.stop.bind(ctx) // Close kills a child under way and ends a wait
+	ctx, unbind := r.stop.bind(ctx) // Shutdown kills a child under way and ends a wait
 	defer unbind()
 	b := r.moveTo(BringUp{}, "", "")
 	floors, preflight, err := r.readSettings()
@@ -132,14 +138,15 @@ func (r *Runtime) initialize(ctx context.Context) error {
 			var devices []Info
 			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
 			if err == nil && r.stop.closed.Load() {
-				err = ErrClosed // the driver's init in this process outlasted Close: start nothing
+				// The driver's init in this process outlasted Shutdown: start nothing.
+				err = ErrClosed
 			}
 			if errors.Is(err, ErrClosed) {
 				r.moveTo(b, "", "")
 				return ErrClosed
 			}
 			if err == nil {
-				delete(failures, reg.Name) // a not-yet failure of an earlier attempt is no reason now
+				delete(failures, reg.Name) // an earlier attempt's not-yet failure is moot now
 				r.devices.Store(&devices)
 				r.chosen.Store(c)
 				r.watchAfterInit(c.backend, len(devices))
@@ -178,11 +185,12 @@ func (r *Runtime) initialize(ctx context.Context) error {
 	}
 }
 
-// watchAfterInit starts what watches the devices once init has found them:
-// the call watch, and the backend's health watch with the record of losses.
+// watchAfterInit starts what watches the devices once init has found them.
+// That is the call watch, and the backend's health watch with the record of
+// losses.
 func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	r.startWatching(n)
-	w := healthwatch.New(r.Name(), n, r.republish)
+	w := healthwatch.New(r.Name(), n, r.republish, r.callDeadlineNow)
 	if !r.watch.CompareAndSwap(nil, w) {
 		return
 	}
@@ -192,8 +200,8 @@ func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	}
 }
 
-// shutdown is a Runtime's Shutdown: done closes when the first one is over,
-// and err is what it found.
+// shutdown is a Runtime's Shutdown. done closes when the first one is over.
+// err is what it found.
 type shutdown struct {
 	once sync.Once
 	done chan struct{}
@@ -203,10 +211,10 @@ type shutdown struct {
 	hooks []func(context.Context) error
 }
 
-// RegisterOnShutdown registers f to run when Shutdown starts, before the
-// Runtime stops its watches, with Shutdown's context: the health handlers
-// and the generators over the Runtime register their Close here
-// (health.New and rng.New do), so that one Shutdown stops all three. f's
+// RegisterOnShutdown registers f to run when Shutdown starts, with
+// Shutdown's context. It runs before the Runtime stops its watches. The
+// health handlers and the generators over the Runtime register their Close
+// here (health.New and rng.New do). One Shutdown then stops all three. f's
 // error is joined into Shutdown's. Registered after Shutdown has started, f
 // runs at once, with an ended context.
 func (r *Runtime) RegisterOnShutdown(f func(ctx context.Context) error) {
@@ -222,18 +230,24 @@ func (r *Runtime) RegisterOnShutdown(f func(ctx context.Context) error) {
 	_ = f(ctx)
 }
 
-// Shutdown shuts the Runtime down, as http.Server's Shutdown does. From its
-// start every call returns ErrClosed (Stats, Name and the versions still
-// answer), and Open of its name gives a fresh Runtime. It runs the functions
-// registered with RegisterOnShutdown, kills a preflight child under way and
-// ends the preflight's waits, stops the call watch and the health watch, and
-// waits for the calls in flight (Do's functions, draws, memory reads), until
-// ctx ends. What is still in the driver then (a health watch's call, a call
-// that hung) is abandoned, never waited for: its goroutine stays blocked in
-// the driver, the result says what, and Stats says so. The result wraps
-// ctx.Err() when ctx ended first. Shutdown is safe to call more than once,
-// from many goroutines: each waits for the first one's work, as long as its
-// own ctx allows, and returns its result.
+// Shutdown shuts the Runtime down, as [net/http.Server.Shutdown] does. From
+// its start every call returns [ErrClosed]. Stats, Name and the versions
+// still answer. Open of its name gives a fresh Runtime.
+//
+// Shutdown runs the functions registered with RegisterOnShutdown. It kills a
+// preflight child under way and ends the preflight's waits. It stops the
+// call watch and the health watch. Then it waits for the calls in flight
+// (Do's functions, draws, memory reads) until ctx ends.
+//
+// What is still in the driver when ctx ends is abandoned, never waited for:
+// a health watch's call, or a call that hung. Its goroutine stays blocked in
+// the driver. The result says what was abandoned, and so does Stats. The
+// result then wraps ctx.Err().
+//
+// Shutdown is safe to call more than once, from many goroutines. Each call
+// waits for the first one's work, as long as its own ctx allows. It then
+// returns the first one's result; if its ctx ends first, an error wrapping
+// ctx.Err().
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	nilContext(ctx, "Shutdown")
 	first := false

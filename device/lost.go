@@ -18,12 +18,14 @@ type LostDevice struct {
 	At      time.Time
 }
 
-// LossSource says who saw a device lost.
+// LossSource says who saw a device lost. A loss may also come from the
+// driver's own verdict. It is then named by its health kind:
+// "recovery-action", "row-remap", "fabric", "reset", "ring-hang".
 type LossSource string
 
 // The sources of a loss.
 const (
-	LossEngine   LossSource = "engine"   // the server's engine reported a sticky error (ReportError)
+	LossEngine   LossSource = "engine"   // the server's engine reported a sticky error
 	LossDeadline LossSource = "deadline" // a call into the driver ran past the call deadline
 	LossXid      LossSource = "xid"      // the driver raised an Xid that needs a reset or service
 	LossECC      LossSource = "ecc"      // an uncorrectable ECC error
@@ -31,13 +33,15 @@ const (
 	LossCanary   LossSource = "canary"   // the readiness canary's round trip failed
 )
 
-// ReportDriverCode classifies a raw driver code that the server's engine got
-// from device ordinal in its own cgo call op (cuLaunchKernel, say), and
-// records it as ReportError does. The classification is the backend's: its
-// driver.ErrorClassifier, else its registration's Classify, which works
-// before the driver is loaded; for auto before its choice, or a backend
-// without either, the code's name is "unclassified". de is nil for code 0
-// (success), which records nothing. err is ReportError's result.
+// ReportDriverCode classifies a raw driver code and records it as
+// [Runtime.ReportError] does. The server's engine got the code from device
+// ordinal in its own cgo call op (cuLaunchKernel, say).
+//
+// The classification is the backend's [driver.ErrorClassifier]. Failing
+// that, it is its registration's Classify, which works before the driver is
+// loaded. For auto before its choice, or a backend without either, the
+// code's name is "unclassified". For code 0 (success), de is nil and nothing
+// is recorded. err is ReportError's result.
 func (r *Runtime) ReportDriverCode(ordinal int, op string, code int) (de *DriverError, err error) {
 	if code == 0 {
 		return nil, nil
@@ -65,17 +69,19 @@ func (r *Runtime) classify(op string, code int) *DriverError {
 
 // ReportError records an error that an operation on device ordinal returned.
 // A *DriverError marked Sticky marks the device lost for the rest of the
-// process (the first such error is kept); anything else is counted. Safe from
-// many goroutines; it never blocks on initialization and never calls into the
-// backend.
+// process. The first such error is kept. Anything else is counted.
+// ReportError is safe for concurrent use. It never blocks on initialization
+// and never calls into the backend.
 //
-// It returns nil when the report was recorded and the device is usable; the
-// device's LostDevice (which wraps ErrDeviceLost) when it is lost, now or
-// before; and, recording nothing, an error wrapping ErrInvalidDevice when
-// ordinal names no device, which before the devices are known (until the
-// driver's init has succeeded) wraps driver.ErrNotInitialized too: a server reports
-// errors of calls it made on a device the Runtime found. A nil err records
-// nothing and reports whether the device is lost.
+// It returns nil when the report was recorded and the device is usable. It
+// returns the device's [LostDevice], which wraps [ErrDeviceLost], when the
+// device is lost, now or before. When ordinal names no device it records
+// nothing and returns an error wrapping [ErrInvalidDevice]. A server reports
+// errors of calls it made on a device the Runtime found. Until the driver's
+// init has succeeded the devices are not known. The error then wraps
+// [driver.ErrNotInitialized] too. After Shutdown, ReportError records nothing
+// and returns [ErrClosed]. A nil err records nothing and reports whether the
+// device is lost.
 func (r *Runtime) ReportError(ordinal int, err error) error {
 	if r.stop.closed.Load() {
 		return ErrClosed
@@ -108,8 +114,8 @@ func (r *Runtime) count(ordinal int) {
 	}
 }
 
-// lose marks device ordinal lost by source for de, unless it is already;
-// it returns the device's loss.
+// lose marks device ordinal lost by source for de, unless it is already.
+// It returns the device's loss.
 func (r *Runtime) lose(ordinal int, source LossSource, de *DriverError) LostDevice {
 	w := r.watch.Load()
 	if w == nil { // no devices yet: nothing to lose
@@ -129,7 +135,7 @@ func (r *Runtime) findLost(ordinal int) (LostDevice, bool) {
 	return LostDevice{}, false
 }
 
-// Error says which device was lost, when, who saw it, and the error; a
+// Error says which device was lost, when, who saw it, and the error. A
 // LostDevice is an error wrapping ErrDeviceLost and that *DriverError.
 func (l LostDevice) Error() string {
 	return fmt.Sprintf("device %d lost at %s (%s): %v", l.Ordinal, l.At.Format(time.RFC3339), l.Source, l.Err)

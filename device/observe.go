@@ -9,19 +9,23 @@ import (
 )
 
 // Memory initializes on first use and reports device ordinal's free and
-// total memory in bytes, read live, and where the figures came from
-// (driver.MemorySource): it never creates a context and never allocates
-// device memory. CUDA reads NVML (a MIG instance's own slice, by its UUID),
-// or the driver where the device's primary context is already active; HIP
-// reads amdgpu's sysfs VRAM counters, or for an APU its GTT pool, or the
-// host's MemAvailable and MemTotal where those bind; a GPU that shares the
-// host's memory (Jetson, GB10) reports the host's MemAvailable and MemTotal. Where no source gives a true
-// figure the error wraps ErrNotSupported and says why: unknown, never a
-// wrong number. A lost device's read is refused with its LostDevice (which
-// wraps ErrDeviceLost), without a call into the driver. It is safe from many
-// goroutines and, but for the first call per device, allocates nothing. The
-// backend's read runs under the call deadline, as Do's function does; one
-// that panics releases its watch as it unwinds.
+// total memory in bytes, read live. It also says where the figures came
+// from ([driver.MemorySource]). It never creates a context and never
+// allocates device memory.
+//
+// CUDA reads NVML, or the driver where the device's primary context is
+// already active. A MIG instance reads its own slice, by its UUID. HIP reads
+// amdgpu's sysfs VRAM counters. For an APU it reads the GTT pool, or the
+// host's MemAvailable and MemTotal where those bind. A GPU that shares the
+// host's memory (Jetson, GB10) reports the host's MemAvailable and MemTotal.
+// Where no source gives a true figure, the error wraps [ErrNotSupported] and
+// says why. The answer is "unknown", never a wrong number.
+//
+// A lost device's read is refused with its [LostDevice], which wraps
+// [ErrDeviceLost], without a call into the driver. Memory is safe for
+// concurrent use. Only the first call per device allocates. The backend's
+// read runs under the call deadline, as Do's function does. A read that
+// panics releases its watch as it unwinds.
 // A nil ctx panics, naming Memory.
 func (r *Runtime) Memory(ctx context.Context, ordinal int) (driver.Memory, error) {
 	nilContext(ctx, "Memory")
@@ -47,8 +51,8 @@ func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error
 		free, total, err := mr.MemoryInfo(ordinal)
 		return driver.Memory{Free: free, Total: total}, err
 	}
-	// As Do's function: refused on a lost device, and the slot released
-	// however the read ends, a panic included.
+	// As with Do's function, a lost device refuses the read. The slot is
+	// released however the read ends, a panic included.
 	var m driver.Memory
 	err := r.watched(ordinal, &opMemoryInfo, func() (err error) {
 		m, err = read()
@@ -57,15 +61,15 @@ func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error
 	return m, err
 }
 
-// visibilityVariables are the environment variables that choose which GPUs a
-// process sees, and how they are numbered or targeted.
+// visibilityVariables are the environment variables that choose which GPUs
+// a process sees, and how they are numbered or targeted.
 var visibilityVariables = []string{
 	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
 	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_OVERRIDE_GFX_VERSION",
 }
 
 // readVisibility reads the visibility variables that are set, with their
-// values (an empty value hides every device).
+// values. An empty value hides every device.
 func readVisibility() map[string]string {
 	seen := map[string]string{}
 	for _, name := range visibilityVariables {

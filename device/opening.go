@@ -6,7 +6,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// opening is one backend's Open call: done closes when it returns. A failed
+// opening is one backend's Open call. done closes when it returns. A failed
 // opening is forgotten once done, so that a later open tries again.
 type opening struct {
 	done chan struct{}
@@ -14,11 +14,11 @@ type opening struct {
 	err  error
 }
 
-// openBackend returns the registry's instance of reg's backend, calling its
-// Open at most once at a time and never with a lock held: concurrent callers
-// wait for the call in flight on a channel. A success is kept for the
-// registry's life; a failure is returned to the callers that waited for it
-// and then forgotten.
+// openBackend returns the registry's instance of reg's backend. It calls
+// the backend's Open at most once at a time, and never with a lock held.
+// Concurrent callers wait on a channel for the call in flight. A success is
+// kept for the registry's life. A failure is returned to the callers that
+// waited for it, then forgotten.
 func (g *Registry) openBackend(reg driver.Registration) (driver.Backend, error) {
 	if reg.Open == nil {
 		return nil, g.notCompiled(reg.Name, reg, true, false)
@@ -41,8 +41,8 @@ func (g *Registry) openBackend(reg driver.Registration) (driver.Backend, error) 
 }
 
 // finishOpening calls reg.Open and releases o's waiters whatever happens,
-// runtime.Goexit included: the deferred code then sees o.err still set to the
-// error that says so.
+// runtime.Goexit included. After a Goexit, the deferred code sees o.err
+// still set to the error that says so.
 func (g *Registry) finishOpening(reg driver.Registration, o *opening) {
 	defer func() {
 		g.mu.Lock()
@@ -56,7 +56,7 @@ func (g *Registry) finishOpening(reg driver.Registration, o *opening) {
 	o.b, o.err = callOpen(reg)
 }
 
-// callOpen calls a registration's Open, turning its panic or a nil backend
+// callOpen calls a registration's Open. It turns a panic or a nil backend
 // into an error, so that waiters are always released.
 func callOpen(reg driver.Registration) (b driver.Backend, err error) {
 	defer func() {

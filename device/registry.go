@@ -14,13 +14,14 @@ import (
 const envBackend = "GPUINIT_BACKEND"
 
 // A Registry holds the backends registered with it and the Runtime that Open
-// returns for each name. Its zero value is ready to use, and it is safe for
+// returns for each name. Its zero value is ready to use. It is safe for
 // concurrent use.
 //
-// DefaultRegistry is the one the package-level functions use, and the one
-// backends register with from their init functions, as http.DefaultServeMux
-// and flag.CommandLine are. A test, or a program that brings backends of its
-// own, makes another: its Runtimes and choices are its own.
+// [DefaultRegistry] is the one the package-level functions use. Backends
+// register with it from their init functions. It plays the part of
+// [net/http.DefaultServeMux] and [flag.CommandLine]. A test, or a program
+// that brings backends of its own, makes another. Its Runtimes and choices
+// are its own.
 type Registry struct {
 	mu       sync.Mutex                     // protects following fields
 	backends map[string]driver.Registration // by name, from Register
@@ -29,30 +30,32 @@ type Registry struct {
 	runtimes runtimeTable // the Runtime each name gets
 }
 
-// DefaultRegistry is the process's registry: the backends imported into the
+// DefaultRegistry is the process's registry. The backends imported into the
 // binary register with it.
 var DefaultRegistry = &Registry{}
 
-// Register makes a backend available to DefaultRegistry's Open; see
-// Registry.Register.
+// Register makes a backend available to DefaultRegistry's Open. See
+// [Registry.Register].
 func Register(reg driver.Registration) { DefaultRegistry.Register(reg) }
 
-// Open returns DefaultRegistry's Runtime for the named backend; see
-// Registry.Open.
+// Open returns DefaultRegistry's Runtime for the named backend. See
+// [Registry.Open].
 func Open(name string) (*Runtime, error) { return DefaultRegistry.Open(name) }
 
-// Register makes a backend available to Open under reg.Name. Backends call it
-// from an init function (on DefaultRegistry, through the package-level
-// Register). A registration with Unavailable set records that the backend
-// was imported but this build cannot have it, and why: Open of the name then
-// fails with ErrNotCompiled and that reason, and auto lists it among the
-// backends it passed over. A later registration with an Open replaces an
-// unavailable one.
+// Register makes a backend available to Open under reg.Name. Backends call
+// it from an init function, on DefaultRegistry through the package-level
+// [Register].
 //
-// Register panics if the name is empty or "auto", if reg has neither Open
-// nor Unavailable (or both), or if the name already has an Open, as
-// database/sql.Register does: these are programming errors, found at
-// start-up.
+// A registration with Unavailable set records that the backend was imported
+// but this build cannot have it, and why. Open of the name then fails with
+// [ErrNotCompiled] and that reason. Auto lists it among the backends it
+// passed over. A later registration with an Open replaces an unavailable
+// one. An unavailable one after an available one is ignored.
+//
+// Register panics if the name is empty or "auto". It panics if reg has
+// neither Open nor Unavailable, or both. It panics if the name already has
+// an Open. These are programming errors, found at start-up, as with
+// [database/sql.Register].
 func (g *Registry) Register(reg driver.Registration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -72,8 +75,8 @@ func (g *Registry) Register(reg driver.Registration) {
 	g.backends[reg.Name] = reg
 }
 
-// Backends lists the backends Open can open, sorted. Backends registered as
-// unavailable are not listed.
+// Backends lists the backends Open can open, sorted. Backends registered
+// as unavailable are not listed.
 func (g *Registry) Backends() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -88,7 +91,8 @@ func (g *Registry) Backends() []string {
 }
 
 // Known lists every name Open accepts: "auto", then every registered
-// backend, unavailable ones too (Open reports why they are not here), sorted.
+// backend, sorted. Unavailable ones are listed too; Open reports why they
+// are not here.
 func (g *Registry) Known() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -100,8 +104,8 @@ func (g *Registry) Known() []string {
 	return append([]string{"auto"}, names...)
 }
 
-// AutoOrder lists the GPU backends "auto" tries, in order (cuda, then hip
-// for the shipped ones), unavailable ones included.
+// AutoOrder lists the GPU backends "auto" tries, in order, unavailable ones
+// included. For the shipped ones that is cuda, then hip.
 func (g *Registry) AutoOrder() []string {
 	var names []string
 	for _, reg := range g.gpuBackends() {
@@ -147,30 +151,33 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 	return reg, ok
 }
 
-// Open returns the registry's Runtime for the named backend, creating it on
-// first use; later calls with the name return the same Runtime. It never
-// initializes anything and makes no driver call: a named backend's Open (the
-// registration's, which only makes the backend value) runs here, so that a
-// bad configuration (GPUINIT_SIM_* that do not parse) is an error from Open.
-// Open also checks every GPUINIT_* variable that is set, package device's own
-// and those the backends it may open read (driver.Registration.Env): a value
-// that cannot be used (a deadline that does not parse, a library file or a
-// host root that is not there) or a misspelt variable's name is an error
-// wrapping ErrBadSetting that names it. The name "" reads GPUINIT_BACKEND,
-// and falls back to "auto".
+// Open returns the registry's Runtime for the named backend. It creates the
+// Runtime on first use. Later calls with the name return the same Runtime.
+// The name "" reads GPUINIT_BACKEND, and falls back to "auto".
 //
-// "auto" is resolved at the first Init, not here: the first GPU backend, in
-// AutoOrder, whose driver loads and reports a device, with the others'
-// reasons in PassedOver. Name reports the choice after Init, and from then on
-// Open of the chosen name returns auto's Runtime too, unless that name was
-// opened before (see the package documentation for what two Runtimes over one
-// backend share).
+// Open never initializes anything and makes no driver call. It does run a
+// named backend's Open, the registration's, which only makes the backend
+// value. So a bad configuration, such as GPUINIT_SIM_* that do not parse, is
+// an error from Open. Open also checks every GPUINIT_* variable that is set:
+// package device's own, and those the backends it may open read
+// ([driver.Registration].Env). A value that cannot be used is an error
+// wrapping [ErrBadSetting] that names it. So is a misspelt variable's name.
+// Unusable values include a deadline that does not parse, and a library file
+// or a host root that is not there.
 //
-// A backend that is not in this binary gets an error wrapping ErrNotCompiled
-// that says why: the import that registers it, or the reason the build could
-// not have it. A name that is no backend's gets one wrapping ErrBadSetting,
-// with the name meant where the case or an alias was wrong. If the backend's Open fails, nothing is kept and a later Open
-// tries again.
+// "auto" is resolved at the first Init, not here. It chooses the first GPU
+// backend, in AutoOrder, whose driver loads and reports a device. The
+// others' reasons are in PassedOver. Name reports the choice after Init.
+// From then on, Open of the chosen name returns auto's Runtime too, unless
+// that name was opened before. The package documentation says what two
+// Runtimes over one backend share.
+//
+// A backend that is not in this binary gets an error wrapping
+// [ErrNotCompiled]. It says why: the import that registers the backend, or
+// the reason the build could not have it. A name that is no backend's gets
+// an error wrapping ErrBadSetting. It names the backend meant where the case
+// or an alias was wrong. If the backend's Open fails, nothing is kept, and a
+// later Open tries again.
 func (g *Registry) Open(name string) (*Runtime, error) {
 	fromEnv := false
 	if name == "" {
@@ -207,8 +214,8 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 	return g.runtimes.add(name, newRuntime(g, []driver.Registration{reg}, false, b)), nil
 }
 
-// notCompiled is Open's error for a name without an Open: why the build
-// lacks it, or the import that would register it.
+// notCompiled is Open's error for a name without an Open. It says why the
+// build lacks it, or the import that would register it.
 func (g *Registry) notCompiled(name string, reg driver.Registration, registered, fromEnv bool) error {
 	given := fmt.Sprintf("%q", name)
 	if fromEnv {
@@ -232,10 +239,10 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 var aliases = map[string]string{"rocm": "hip", "amd": "hip", "amdgpu": "hip", "nvidia": "cuda", "nv": "cuda", "simulated": "sim"}
 
 // Suggest returns the backend name meant by name, given in another case or
-// as an alias ("CUDA", "rocm", "Sim"): a registered or shipped backend's
-// name, "auto", or "" when name means none. Open's error for an unknown name
-// says the same; a program that checks a flag or a variable before opening
-// anything can say it first. It is safe for concurrent use.
+// as an alias ("CUDA", "rocm", "Sim"). The result is a registered or shipped
+// backend's name, "auto", or "" when name means none. Open's error for an
+// unknown name says the same. A program that checks a flag or a variable
+// before opening anything can say it first. It is safe for concurrent use.
 func (g *Registry) Suggest(name string) string {
 	lower := strings.ToLower(strings.TrimSpace(name))
 	if lower == "auto" {

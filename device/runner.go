@@ -7,25 +7,25 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// Do initializes on first use, then runs fn on a locked OS thread with device
-// ordinal current, and restores the thread's previous device or context
-// afterwards, even if fn panics (the panic goes on, after the restore). It is
-// for a server's own cgo engines, whose calls use the thread's current device:
-// fn must not start goroutines that expect it.
+// Do initializes on first use, then runs fn on a locked OS thread with
+// device ordinal current. Afterwards it restores the thread's previous
+// device or context, even if fn panics. The panic goes on after the
+// restore. Do is for a server's own cgo engines, whose calls use the
+// thread's current device. fn must not start goroutines that expect it.
 //
-// For CUDA the device's primary context is made current: it is retained once,
-// at the first Do or generator for the device, and kept for the life of the process. The
-// CUDA runtime (cudart, and cuBLAS or llama.cpp on top of it) shares that
-// primary context with the driver API, so what fn does through them lands in
-// the same context. A backend without devices to make current (sim) runs fn on
-// the locked thread; one that does not implement DeviceRunner gets an error
-// wrapping ErrNotSupported.
+// For CUDA the device's primary context is made current. It is retained
+// once, at the first Do or generator for the device, and kept for the life
+// of the process. The CUDA runtime (cudart, and cuBLAS or llama.cpp on top
+// of it) shares that primary context with the driver API. So what fn does
+// through them lands in the same context. A backend without devices to make
+// current (sim) runs fn on the locked thread. A backend that does not
+// implement [driver.DeviceRunner] gets an error wrapping [ErrNotSupported].
 //
-// fn runs under the call deadline (SetCallDeadline): past it, the device is
-// lost as hung (driver.ErrDeviceHung), readiness fails, and later calls on it are
-// refused at once with its LostDevice; fn itself goes on, since a driver
-// call cannot be interrupted. A Do on a lost device returns its LostDevice
-// without running fn.
+// fn runs under the call deadline ([Runtime.SetCallDeadline]). Past it, the
+// device is lost as hung ([driver.ErrDeviceHung]) and readiness fails. Later
+// calls on the device are refused at once with its [LostDevice]. fn itself
+// goes on, since a driver call cannot be interrupted. A Do on a lost device
+// returns its LostDevice without running fn.
 // A nil ctx panics, naming Do.
 func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	nilContext(ctx, "Do")

@@ -1,16 +1,18 @@
 // Package device is gpuinit's backend-neutral GPU runtime.
 //
-// [Open] returns the [Runtime] of a backend (cuda, hip, sim, or auto: the
+// [Open] returns the [Runtime] of a backend: cuda, hip, sim, or auto (the
 // first GPU backend that works). It touches no driver. The first call that
 // needs the devices initializes it, once: [Runtime.Init], [Runtime.Devices],
-// [Runtime.Do], and the like. Work queued with [Runtime.LazyCall] before then
-// runs right after the driver's init, in order, and may re-enter the Runtime
-// without deadlocking. A queued call's failure is its own; the
-// initialization's is memoized and carries the driver's code, its name and a
-// hint. [ClassOf] says whether to wait, fall back or call an operator, and
-// [FallBackToCPU] whether the host has no GPU at all. [Runtime.UsePreflight]
-// runs the driver's init in a child process first, so that a driver that
-// hangs or crashes takes the child down, not the server.
+// [Runtime.Do], and the like.
+//
+// Work queued with [Runtime.LazyCall] runs right after the driver's init, in
+// order. It may re-enter the Runtime without deadlocking. A queued call's
+// failure is its own. The initialization's failure is memoized. It carries
+// the driver's code, its name and a hint. [ClassOf] says whether to wait,
+// fall back or call an operator. [FallBackToCPU] says whether the host has
+// no GPU at all. [Runtime.UsePreflight] runs the driver's init in a child
+// process first. A driver that hangs or crashes then kills the child, not
+// the server.
 //
 // After init the Runtime watches its devices. Every driver call it makes runs
 // under a deadline ([Runtime.SetCallDeadline]). The backend's health watch
@@ -19,19 +21,18 @@
 // it at one moment, as [database/sql.DB.Stats] does. [Runtime.Shutdown]
 // stops everything the Runtime runs, as [net/http.Server.Shutdown] does.
 //
-// Backends register with [Register] when their package is imported (import
-// package backends for every backend the build can have). What they
-// implement is package driver's interface. A [Registry] other than
-// [DefaultRegistry] gives a test or a program backends and Runtimes of its
-// own.
+// Backends register with [Register] when their package is imported. Import
+// package backends for every backend the build can have. Backends implement
+// package driver's interface. A [Registry] other than [DefaultRegistry] gives
+// a test or a program backends and Runtimes of its own.
 //
-// Each registry gives a name one Runtime. Two Runtimes over one backend (auto's,
-// and one opened by name before auto chose it) share the backend's driver,
-// which cuda and hip initialize once per process. Each keeps its own queue,
-// devices and error reports.
+// Each registry gives a name one Runtime. Two Runtimes may share a backend:
+// auto's, and one opened by name before auto chose it. They share its
+// driver, which cuda and hip initialize once per process. Each keeps its own
+// queue, devices and error reports.
 //
 // Every method is safe for concurrent use. Every method that takes a context
-// panics on a nil one, naming itself, as net/http does; none waits past its
+// panics on a nil one, naming itself, as net/http does. None waits past its
 // context's end.
 package device
 
@@ -48,8 +49,9 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// Runtime is one backend's lazily initialized state. It is safe for concurrent
-// use. Open returns one Runtime per name per registry; New makes a private one.
+// Runtime is one backend's lazily initialized state. It is safe for
+// concurrent use. [Open] returns one Runtime per name per registry. [New]
+// makes a private one.
 type Runtime struct {
 	init *lazy.Initializer
 
@@ -58,16 +60,20 @@ type Runtime struct {
 	candidates []driver.Registration // tried in order by the first Init; one unless auto
 	auto       bool
 
-	chosen         atomic.Pointer[choice]            // the backend in use: from creation for a fixed backend, from the first Init for auto
+	// Set as the Runtime runs. chosen is a fixed backend's from creation, and
+	// auto's from the first Init. calls and watch are set by a successful
+	// init. callDeadline is what SetCallDeadline set, and settings what
+	// RequireDriverVersion and UsePreflight set: the initialization reads both.
+	chosen         atomic.Pointer[choice]            // the backend in use (see above)
 	passedOver     atomic.Pointer[[]BackendFailure]  // auto's candidates that failed, in order
-	devices        atomic.Pointer[[]Info]            // stored once by the initialization, before the queue drains
-	settings       settings                          // what RequireDriverVersion and UsePreflight set, read by initialize
-	bringUp        atomic.Pointer[BringUp]           // where the initialization stands; nil before it starts
-	visibility     atomic.Pointer[map[string]string] // the visibility settings seen at initialization
-	calls          atomic.Pointer[callwatch.Watch]   // watches calls into the devices' drivers, from a successful init on
-	callDeadline   atomic.Int64                      // SetCallDeadline's, in nanoseconds; 0 is DefaultCallDeadline
-	watch          atomic.Pointer[healthwatch.Watch] // the health watch and the losses, from a successful init on
-	view           atomic.Pointer[view]              // what the watch knows, published for reads without a lock
+	devices        atomic.Pointer[[]Info]            // stored once by init, before the queue drains
+	settings       settings                          // RequireDriverVersion's and UsePreflight's
+	bringUp        atomic.Pointer[BringUp]           // where init stands; nil before it starts
+	visibility     atomic.Pointer[map[string]string] // the visibility settings init saw
+	calls          atomic.Pointer[callwatch.Watch]   // watches calls into drivers; from init on
+	callDeadline   atomic.Int64                      // in ns; 0 is DefaultCallDeadline
+	watch          atomic.Pointer[healthwatch.Watch] // the health watch and losses; from init on
+	view           atomic.Pointer[view]              // what the watch knows, for lock-free reads
 	views          views
 	canaries       sync.Map  // ordinal -> when its canary in flight started
 	driverVersions sync.Map  // backend name -> the driver version it read before it failed
@@ -84,16 +90,16 @@ type choice struct {
 	backend driver.Backend
 }
 
-// New returns a Runtime for b that no registry shares: for tests and for
-// programs that bring their own Backend. Its registration is b's name alone
-// (no generator ordering but the default, no classifier but b's own
-// driver.ErrorClassifier); register b and Open it for more. Nothing is called
-// on b until first use but Name.
+// New returns a Runtime for b that no registry shares. It is for tests and
+// for programs that bring their own Backend. Its registration is b's name
+// alone: the default generator ordering, and no classifier but b's own
+// [driver.ErrorClassifier]. Register b and Open it for more. New calls only
+// b's Name; nothing else is called on b until first use.
 func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 	return newRuntime(nil, []driver.Registration{{Name: b.Name()}}, false, b, opts...)
 }
 
-// newRuntime makes a Runtime over candidates; b, if not nil, is the opened
+// newRuntime makes a Runtime over candidates. A non-nil b is the opened
 // backend of the only one.
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
 	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
@@ -107,9 +113,9 @@ func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driv
 }
 
 // Backend returns the backend, for its optional interfaces and its own
-// methods: a named backend's from Open (or New) on, auto's choice once its
-// first Init has chosen, and nil before. Calling into it directly bypasses
-// the lazy initialization.
+// methods. A named backend is there from Open (or New) on. Auto's choice is
+// there once its first Init has chosen; before that, Backend returns nil.
+// Calling into it directly bypasses the lazy initialization.
 func (r *Runtime) Backend() driver.Backend {
 	if c := r.chosen.Load(); c != nil {
 		return c.backend
@@ -117,9 +123,9 @@ func (r *Runtime) Backend() driver.Backend {
 	return nil
 }
 
-// Registration returns what the backend registered with (for a Runtime made
-// by New, its name only): once there is a Backend, and the zero Registration
-// before.
+// Registration returns what the backend registered with, once there is a
+// Backend. Before that it returns the zero Registration. For a Runtime made
+// by New it holds the name only.
 func (r *Runtime) Registration() driver.Registration {
 	if c := r.chosen.Load(); c != nil {
 		return c.reg
@@ -127,8 +133,8 @@ func (r *Runtime) Registration() driver.Registration {
 	return driver.Registration{}
 }
 
-// Name is the backend's name: for auto, "auto" until the first Init chooses,
-// then the choice.
+// Name is the backend's name. For auto it is "auto" until the first Init
+// chooses, then the choice.
 func (r *Runtime) Name() string {
 	switch c := r.chosen.Load(); {
 	case c != nil:
@@ -139,13 +145,13 @@ func (r *Runtime) Name() string {
 	return "auto"
 }
 
-// DriverVersion asks the backend for the driver's version without initializing
-// or loading anything; see driver.Backend for what it can answer before Init.
-// A backend that cannot answer in this process because its initialization
-// failed in a preflight child (which alone loaded the library) answers with
-// the version the child read. Otherwise, before auto has chosen there is no one driver to ask, and
-// the error wraps driver.ErrNotInitialized; each of auto's failures carries its own
-// in [NoBackendError].
+// DriverVersion asks the backend for the driver's version. It initializes
+// and loads nothing. See [driver.Backend] for what a backend can answer
+// before Init. Where the initialization failed in a preflight child, only
+// the child loaded the library. DriverVersion then answers with the version
+// the child read. Before auto has chosen there is no one driver to ask: the
+// error wraps [driver.ErrNotInitialized]. Each of auto's failures carries
+// its own version in [NoBackendError].
 func (r *Runtime) DriverVersion() (int, error) {
 	b := r.Backend()
 	var err error
@@ -168,9 +174,9 @@ func (r *Runtime) DriverVersion() (int, error) {
 	return 0, err
 }
 
-// RuntimeVersion asks a driver.RuntimeVersioner backend for its runtime
-// version, under DriverVersion's rules; other backends get an error wrapping
-// ErrNotSupported.
+// RuntimeVersion asks a [driver.RuntimeVersioner] backend for its runtime
+// version. Before auto has chosen, it fails as DriverVersion does. Other
+// backends get an error wrapping [ErrNotSupported].
 func (r *Runtime) RuntimeVersion() (int, error) {
 	b := r.Backend()
 	if b == nil {
@@ -191,8 +197,8 @@ func (r *Runtime) notChosen() error {
 	return fmt.Errorf("%w: auto has not chosen among %v yet", driver.ErrNotInitialized, names)
 }
 
-// nilContext panics if ctx is nil, naming the method the caller called, as
-// net/http does for a nil context: every method of a Runtime that takes a
+// nilContext panics if ctx is nil, naming the method the caller called. So
+// does net/http for a nil context. Every method of a Runtime that takes a
 // context follows this one rule.
 func nilContext(ctx context.Context, method string) {
 	if ctx == nil {

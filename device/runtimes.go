@@ -2,18 +2,19 @@ package device
 
 import "sync"
 
-// runtimeTable is which Runtime each name gets from one registry's Open: the
-// first made for the name, kept for the registry's life. Auto's Runtime also
-// becomes the chosen backend's once it has chosen, unless that name has one
-// already.
+// runtimeTable is which Runtime each name gets from one registry's Open. It
+// is the first made for the name, kept until it shuts down. Auto's Runtime
+// also becomes the chosen backend's once it has chosen, unless that name has
+// one already.
 //
-// That is the one way a registry ends up with two Runtimes over one backend:
-// Open("cuda") before auto's first Init has chosen (or while it chooses) gets
-// a Runtime of its own, since Open must not wait for a choice that may take
-// as long as a driver's init, and auto must stay free to try hip after cuda.
-// If auto then chooses cuda, the two share the backend, whose driver is
-// initialized once per process, but each keeps its own queue, devices and
-// reports. Open by name after the choice, or open "" everywhere, to have one.
+// That is the one way a registry ends up with two Runtimes over one backend.
+// Open("cuda") before auto's first Init has chosen, or while it chooses,
+// gets a Runtime of its own. Open must not wait for a choice that may take
+// as long as a driver's init. Auto must stay free to try hip after cuda. If
+// auto then chooses cuda, the two share the backend, whose driver is
+// initialized once per process. But each keeps its own queue, devices and
+// reports. To have one Runtime, Open by name after the choice, or open ""
+// everywhere.
 type runtimeTable struct {
 	mu     sync.Mutex // protects byName
 	byName map[string]*Runtime
@@ -26,8 +27,8 @@ func (t *runtimeTable) get(name string) *Runtime {
 	return t.byName[name]
 }
 
-// add gives name the Runtime r, unless another Open gave it one meanwhile,
-// and returns the Runtime name has now.
+// add gives name the Runtime r, unless another Open gave it one meanwhile.
+// It returns the Runtime name has now.
 func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -41,9 +42,8 @@ func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
 	return r
 }
 
-// forget removes r from every name it has, so that the next Open of the
-// name makes a fresh Runtime: a Runtime that was shut down is never handed
-// out again.
+// forget removes r from every name it has. The next Open of the name makes a
+// fresh Runtime, so a Runtime that was shut down is never handed out again.
 func (t *runtimeTable) forget(r *Runtime) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -7,22 +7,22 @@ import (
 	"sync/atomic"
 )
 
-// ErrClosed is returned by a Runtime's calls after Close, and by an
-// initialization that Close stopped. It is no initialization failure: its
-// class is NoClass.
+// ErrClosed is returned by a Runtime's calls after [Runtime.Shutdown], and by
+// an initialization that Shutdown stopped. It is no initialization failure:
+// its class is [NoClass].
 var ErrClosed = errors.New("device: the Runtime is closed")
 
-// stopping is how Close stops what a Runtime runs in the background besides
-// its watches: the preflight's children and the waits between them. Close
-// marks it closed and ends ctx, which kills a child under way and ends a
-// wait, then waits for each section entered to leave. A section cannot be
-// entered once closed, so nothing starts after Close.
+// stopping is how Shutdown stops what a Runtime runs in the background
+// besides its watches: the preflight's children and the waits between them.
+// Shutdown marks it closed and ends ctx. That kills a child under way and
+// ends a wait. Shutdown then waits for each section entered to leave. A
+// section cannot be entered once closed, so nothing starts after Shutdown.
 type stopping struct {
 	closed atomic.Bool
-	ctx    context.Context // ends at Close
+	ctx    context.Context // ends at close
 	cancel context.CancelFunc
 
-	mu       sync.Mutex     // serializes enter with close, so that no section starts while close waits
+	mu       sync.Mutex     // serializes enter with close: no section starts while close waits
 	sections sync.WaitGroup // sections entered and not yet left
 }
 
@@ -54,9 +54,9 @@ func (s *stopping) markClosed() {
 }
 
 // close marks s closed, ends its ctx, and waits for the sections under way
-// until wait ends; it reports whether they all left. A preflight child is
-// killed at once and reaped within its bounds, so its section always leaves
-// soon: the goroutine that waits for them ends then.
+// until wait ends. It reports whether they all left. A preflight child is
+// killed at once and reaped within its bounds. So its section always leaves
+// soon, and the goroutine that waits for the sections ends then.
 func (s *stopping) close(wait context.Context) bool {
 	s.markClosed()
 	s.cancel()
@@ -74,8 +74,8 @@ func (s *stopping) close(wait context.Context) bool {
 }
 
 // inFlight counts the calls into the devices' drivers under way, so that
-// Shutdown waits for them: two atomic operations per call, and a signal
-// only once the Runtime is closed.
+// Shutdown can wait for them. A call costs two atomic operations. It sends a
+// signal only once the Runtime is closed.
 type inFlight struct {
 	n       atomic.Int64
 	closed  atomic.Bool
@@ -102,8 +102,8 @@ func (f *inFlight) leave() {
 	}
 }
 
-// wait closes f and waits until no call is in flight or ctx ends, and
-// returns how many were still in flight.
+// wait closes f and waits until no call is in flight or ctx ends. It
+// returns how many calls were still in flight.
 func (f *inFlight) wait(ctx context.Context) int64 {
 	f.closed.Store(true)
 	for {

@@ -4,59 +4,47 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
 )
 
-// Verdict is a device's health in one word, from everything the Runtime
-// knows of it: its losses, its health watch, and the driver's own verdicts
-// (the recovery action, row remapping, the PCIe replay rate, the fabric).
-// The zero value is VerdictUnknown: a device is never healthy by default.
-type Verdict int
-
-// The verdicts, from least to most severe but for Unknown, which says
-// nothing of the device.
-const (
-	// VerdictUnknown: the Runtime cannot say. Nothing watches the device
-	// (no NVML, no ROCm SMI, a backend without a watch), or the watch is
-	// stopped, abandoned, or stuck in a driver call past its deadline.
-	VerdictUnknown Verdict = iota
-	// VerdictHealthy: the device is watched and nothing is wrong with it.
-	VerdictHealthy
-	// VerdictDegraded: the device works but needs attention soon: a row
-	// remap waits for a reset, PCIe replays run above 8 a minute, the
-	// driver asks for a drain, the fabric runs at limited capacity. Work
-	// may still run on it; see health.WithDegradedReady for readiness.
-	VerdictDegraded
-	// VerdictUnhealthy: the device is lost for the rest of the process (a
-	// fatal Xid, a hung call, a recovery action of reset or reboot, a failed
-	// row remap, a ring hang). Only a new process can use it again, and only
-	// after the driver reports it recovered.
-	VerdictUnhealthy
-)
-
-// String is the verdict's name: "unknown", "healthy", "degraded",
-// "unhealthy".
-func (v Verdict) String() string {
-	switch v {
-	case VerdictHealthy:
-		return "healthy"
-	case VerdictDegraded:
-		return "degraded"
-	case VerdictUnhealthy:
-		return "unhealthy"
+// judge is a device's verdict and its reason. It is unhealthy once lost,
+// and unknown while not watched. Otherwise it is the most severe of the
+// driver's conditions, or healthy.
+func judge(h DeviceHealth, lost []LostDevice) (driver.Verdict, string) {
+	for _, l := range lost {
+		if l.Ordinal == h.Ordinal {
+			why := "lost: " + l.Err.Error()
+			if h.Recovered.After(l.At) {
+				why += " (the driver reported it usable again at " + h.Recovered.Format(time.RFC3339) + ": a new process may use it)"
+			}
+			return driver.VerdictUnhealthy, why
+		}
 	}
-	return "unknown"
+	if h.HungCall != "" {
+		return driver.VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
+	}
+	if !h.Watched {
+		return driver.VerdictUnknown, h.Why
+	}
+	if len(h.Conditions) > 0 {
+		c := h.Conditions[0]
+		return c.Verdict, string(c.Kind) + ": " + c.Message
+	}
+	return driver.VerdictHealthy, ""
 }
 
-// MarshalText encodes the verdict as its name, for JSON.
-func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
-
-// Condition is one of the driver's verdicts on a device, as its last event
-// of that kind set it: the recovery action, the row-remap state, the replay
-// rate, the fabric, a reset in progress, an AMD ring hang.
-type Condition struct {
-	Kind    driver.HealthKind `json:"kind"`
-	Verdict Verdict           `json:"verdict"`
-	Message string            `json:"message"`        // what the driver said, in words
-	Hint    string            `json:"hint,omitempty"` // what to do about it
-	At      time.Time         `json:"at"`             // when the event that set it came
+// conditions is the public form of the watch's conditions.
+func conditions(cs []healthwatch.Condition) []driver.Condition {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]driver.Condition, len(cs))
+	for i, c := range cs {
+		v := driver.VerdictDegraded
+		if c.Level == healthwatch.Unhealthy {
+			v = driver.VerdictUnhealthy
+		}
+		out[i] = driver.Condition{Kind: c.Kind, Verdict: v, Message: c.Message, Hint: c.Hint, At: c.At}
+	}
+	return out
 }

@@ -8,62 +8,66 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
 )
 
-// DeviceHealth is what a Runtime knows of one device's health after init,
-// from its backend's health watch (driver.HealthWatcher): NVIDIA's Xid and
-// ECC events and counters, amdgpu's RAS counters.
+// DeviceHealth is what a Runtime knows of one device's health after init.
+// It comes from the backend's health watch ([driver.HealthWatcher]):
+// NVIDIA's Xid and ECC events and counters, or amdgpu's RAS counters.
 type DeviceHealth struct {
 	Ordinal int
 	// Watched reports that the device's health events are watched. Where
-	// they are not (no NVML, no event API, a backend without a watch) the
-	// device's health is unknown, and Why says why: never "healthy".
+	// they are not (no NVML, no event API, a backend without a watch), the
+	// device's health is unknown, never "healthy". Why then says why.
+	// A device is watched while any of its backend's sources watches it
+	// (AMD: RAS counters, ROCm SMI events). Why then names those that do not.
 	Watched bool
 	Why     string
 	// Counted are the events counted against the device, by kind and code
-	// ("xid 13", "ecc corrected"), which leave it in service.
+	// ("xid 13", "ecc corrected"). They leave it in service.
 	Counted map[string]int64
 	// Counters are the device's latest counters, where the watch reads
 	// them.
 	Counters *driver.HealthCounters
-	// WatchError is the watch's failure, which it retries; "" once it
-	// watches or reads again. WatchErrors counts the failures.
+	// WatchError is the watch's failure, which it retries. It is "" once
+	// the watch watches or reads again. WatchErrors counts the failures.
 	WatchError  string
 	WatchErrors int64
 	// Hint is advice the counters call for, such as persistence mode
-	// being off; "" when none.
+	// being off. It is "" when there is none.
 	Hint string
 	// UnwatchedCalls counts the calls into the device's driver that ran
-	// without the call deadline's watch, because as many calls as it
-	// watches at once (64) were already in flight on the device.
+	// without the call deadline's watch. The watch covers 64 calls at once
+	// per device; these found that many already in flight.
 	UnwatchedCalls int64
 
-	// Verdict is the device's health in one word; Reason says why in a
-	// sentence ("" when healthy), and Since is when it became so (zero
-	// while unknown from the start).
-	Verdict Verdict
+	// Verdict is the device's health in one word. Reason says why in a
+	// sentence; it is "" when healthy. Since is when the verdict became so.
+	// It is zero while the verdict has been unknown from the start.
+	Verdict driver.Verdict
 	Reason  string
 	Since   time.Time
-	// Conditions are the driver's own verdicts that are not healthy, one
-	// per kind, as their last events set them, most severe first.
-	Conditions []Condition
-	// Recovery is what the driver says the GPU needs (NVML's GPU recovery
-	// action); driver.RecoveryUnknown where it cannot say.
+	// Conditions are the driver's own verdicts that are not healthy. There
+	// is one per kind, as its last event set it, most severe first.
+	Conditions []driver.Condition
+	// Recovery is what the driver says the GPU needs: NVML's GPU recovery
+	// action. It is [driver.RecoveryUnknown] where the driver cannot say.
 	Recovery driver.RecoveryAction
 	// ReplaysPerMinute is the PCIe replay rate over the last minute's
-	// counter reads; 0 where the counter is not read.
+	// counter reads. It is 0 where the counter is not read.
 	ReplaysPerMinute float64
 	// Fabric is the GPU's fabric state where it has one (NVLink domains).
 	Fabric *driver.FabricState
-	// Recovered is when the driver last said the device is usable again
-	// (the recovery action back to none after a reset, AMD's post-reset
-	// event); zero if never.
+	// Recovered is when the driver last said the device is usable again.
+	// That is the recovery action back to none after a reset, or AMD's
+	// post-reset event. It is zero if never.
 	Recovered time.Time
 	// HungCall names the health watch's driver call that is past its
-	// deadline on the device ("nvmlEventSetWait_v2"); "" when none.
+	// deadline on the device, such as "nvmlEventSetWait_v2". It is "" when
+	// there is none.
 	HungCall string
 }
 
-// view is what the Runtime publishes of its devices' health and losses,
-// remade at each change, read without a lock; nothing in it is modified.
+// view is what the Runtime publishes of its devices' health and losses. It
+// is remade at each change and read without a lock. Nothing in it is
+// modified.
 type view struct {
 	lost    []LostDevice
 	health  []DeviceHealth
@@ -71,7 +75,7 @@ type view struct {
 	changed chan struct{} // closed when the next view replaces this one
 }
 
-// views serializes the remaking of the view, so that the last to remake it
+// views serializes the remaking of the view. The last to remake it then
 // reads the newest state.
 type views struct{ mu sync.Mutex }
 
@@ -90,7 +94,9 @@ func (r *Runtime) republish() {
 	calls := r.calls.Load()
 	for _, d := range w.Devices() {
 		h := DeviceHealth{Ordinal: d.Ordinal, Watched: d.Watched, Why: d.Why, Counted: d.Counted,
-			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint}
+			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint,
+			Recovery: d.Recovery, ReplaysPerMinute: d.ReplaysPerMinute, Fabric: d.Fabric,
+			Recovered: d.Recovered, HungCall: d.HungCall, Conditions: conditions(d.Conditions)}
 		if calls != nil {
 			h.UnwatchedCalls = calls.Unwatched(d.Ordinal)
 		}
@@ -103,7 +109,7 @@ func (r *Runtime) republish() {
 		h := &v.health[i]
 		if i < len(old.health) && old.health[i].Verdict == h.Verdict {
 			h.Since = old.health[i].Since
-		} else if h.Verdict != VerdictUnknown || i < len(old.health) {
+		} else if h.Verdict != driver.VerdictUnknown || i < len(old.health) {
 			h.Since = now
 		}
 	}
@@ -113,25 +119,4 @@ func (r *Runtime) republish() {
 // lostDevice is the public form of a loss.
 func lostDevice(l healthwatch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
-}
-
-// judge is a device's verdict and its reason: unhealthy once lost, unknown
-// while not watched, else the most severe of the driver's conditions.
-func judge(h DeviceHealth, lost []LostDevice) (Verdict, string) {
-	for _, l := range lost {
-		if l.Ordinal == h.Ordinal {
-			return VerdictUnhealthy, "lost: " + l.Err.Error()
-		}
-	}
-	if h.HungCall != "" {
-		return VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
-	}
-	if !h.Watched {
-		return VerdictUnknown, h.Why
-	}
-	if len(h.Conditions) > 0 {
-		c := h.Conditions[0]
-		return c.Verdict, string(c.Kind) + ": " + c.Message
-	}
-	return VerdictHealthy, ""
 }

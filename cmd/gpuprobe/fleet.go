@@ -109,6 +109,9 @@ func nfdFeatures(r report, now time.Time, ttl time.Duration) []byte {
 		label("driver-version", fmt.Sprint(r.DriverVersion))
 	}
 	label("devices", fmt.Sprint(len(r.Devices)))
+	if h := worstVerdict(r.Devices); h != "" {
+		label("health", h)
+	}
 	var archs []string
 	for _, d := range r.Devices {
 		if d.Arch != "" && !slices.Contains(archs, d.Arch) {

@@ -54,11 +54,14 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"gpuinit.io/probe": "ok", "gpuinit.io/backend": rep.Backend, "gpuinit.io/driver-version": "12020",
 		"gpuinit.io/devices": "2", "gpuinit.io/arch.sm_90": "true", "gpuinit.io/rng": rep.RNG.Verdict,
+		"gpuinit.io/health": "healthy",
 	}, labels(t, features))
 	metrics, err := os.ReadFile(prom)
 	require.NoError(t, err)
 	assert.Contains(t, string(metrics), `gpuinit_probe_success{backend="sim",verdict="ok"} 1`)
 	assert.Contains(t, string(metrics), `gpuinit_devices{backend="sim"} 2`)
+	assert.Contains(t, string(metrics), `gpuinit_device_verdict{backend="sim",ordinal="1",uuid="`+rep.Devices[1].UUID+`",verdict="healthy"} 1`)
+	assert.Contains(t, string(metrics), `gpuinit_device_verdict{backend="sim",ordinal="1",uuid="`+rep.Devices[1].UUID+`",verdict="unknown"} 0`)
 	for _, s := range rep.Scenarios {
 		assert.Contains(t, string(metrics), `gpuinit_scenario_duration_seconds{scenario="`+s.Name+`",verdict="ok"}`)
 	}

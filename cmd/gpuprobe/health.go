@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 )
 
@@ -120,6 +121,19 @@ func deviceMetrics(b *bytes.Buffer, r report, gauge func(name, help string)) {
 			fmt.Fprintf(b, "gpuinit_device_row_remap_pending{%s} %d\n", labels(d), boolMetric(*d.Health.Counters.RowRemapsPending))
 		}
 	}
+	gauge("gpuinit_device_row_remap_failed", "Whether a row remapping failed on the device (1: service it), as DCGM's DCGM_FI_DEV_ROW_REMAP_FAILURE; absent where unknown.")
+	for _, d := range r.Devices {
+		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.RowRemapFailed != nil {
+			fmt.Fprintf(b, "gpuinit_device_row_remap_failed{%s} %d\n", labels(d), boolMetric(*d.Health.Counters.RowRemapFailed))
+		}
+	}
+	gauge("gpuinit_device_pcie_replays", "The device's PCIe replay counter since the driver loaded, as DCGM's DCGM_FI_DEV_PCIE_REPLAY_COUNTER; absent where unknown.")
+	for _, d := range r.Devices {
+		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.PCIeReplays != nil {
+			fmt.Fprintf(b, "gpuinit_device_pcie_replays{%s} %d\n", labels(d), *d.Health.Counters.PCIeReplays)
+		}
+	}
+	verdictMetrics(b, r, labels, gauge)
 	gauge("gpuinit_device_canary_ok", "Whether the device's 4-byte round trip worked (1) or not (0); absent where the backend has no canary.")
 	for _, d := range r.Devices {
 		if d.Canary != nil {
@@ -137,4 +151,50 @@ func boolMetric(v bool) int {
 		return 1
 	}
 	return 0
+}
+
+// verdicts are the device verdicts' names, in the order metrics list them.
+var verdicts = []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy, driver.VerdictUnknown}
+
+// verdictMetrics renders each device's verdict as a state set (1 for its
+// verdict, 0 for the others), and the driver's recovery action where it
+// says one.
+func verdictMetrics(b *bytes.Buffer, r report, labels func(deviceInfo) string, gauge func(name, help string)) {
+	gauge("gpuinit_device_verdict", "The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.")
+	for _, d := range r.Devices {
+		v := driver.VerdictUnknown
+		if d.Health != nil {
+			v = d.Health.Verdict
+		}
+		for _, w := range verdicts {
+			fmt.Fprintf(b, "gpuinit_device_verdict{%s,verdict=%q} %d\n", labels(d), w, boolMetric(v == w))
+		}
+	}
+	gauge("gpuinit_device_recovery_action", "What the driver says the GPU needs (NVML's GPU recovery action: none, reset-gpu, reboot-node, drain, service): 1 for the action; absent where the driver cannot say.")
+	for _, d := range r.Devices {
+		if d.Health != nil && d.Health.Recovery != "" {
+			fmt.Fprintf(b, "gpuinit_device_recovery_action{%s,action=%q} 1\n", labels(d), d.Health.Recovery)
+		}
+	}
+}
+
+// worstVerdict is the node's health in one word: its worst device's verdict
+// (unhealthy, then degraded, then unknown), healthy when every device is,
+// and "" without devices.
+func worstVerdict(devices []deviceInfo) string {
+	if len(devices) == 0 {
+		return ""
+	}
+	rank := map[driver.Verdict]int{driver.VerdictHealthy: 0, driver.VerdictUnknown: 1, driver.VerdictDegraded: 2, driver.VerdictUnhealthy: 3}
+	worst := driver.VerdictHealthy
+	for _, d := range devices {
+		v := driver.VerdictUnknown
+		if d.Health != nil {
+			v = d.Health.Verdict
+		}
+		if rank[v] > rank[worst] {
+			worst = v
+		}
+	}
+	return worst.String()
 }

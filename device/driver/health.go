@@ -34,7 +34,7 @@ type HealthWatcher interface {
 type CallTracker interface {
 	// Begin marks the start of call op ("nvmlEventSetWait_v2") on device
 	// ordinal (-1 for a call about no one device); the returned func marks
-	// its end. Safe from the watch's goroutine only; it never blocks.
+	// its end. Safe for concurrent use; it never blocks.
 	Begin(ordinal int, op string) (end func())
 }
 
@@ -147,11 +147,15 @@ type FabricState struct {
 
 // HealthEvent is one thing a HealthWatcher saw.
 type HealthEvent struct {
-	Ordinal  int // the Runtime's device; -1 for the whole watch
-	Kind     HealthKind
-	Action   HealthAction
-	Code     int    // the Xid, the count
-	Name     string // the error's name, such as "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
+	Ordinal int // the Runtime's device; -1 for the whole watch
+	Kind    HealthKind
+	Action  HealthAction
+	Code    int // the Xid, the count
+	// Name is the error's name, such as "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS".
+	// For HealthWatching and HealthUnwatched it names the source, where a
+	// backend watches with more than one ("ras", "rocm-smi"): the device is
+	// watched while any source watches it.
+	Name     string
 	Message  string // what happened, in words
 	Hint     string // what to do about it
 	Counters *HealthCounters

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 )
@@ -64,4 +65,67 @@ func BenchmarkReadinessWhileAPreflightWaits(b *testing.B) {
 
 func BenchmarkLivenessWhileAPreflightWaits(b *testing.B) {
 	benchmarkWaiting(b, func(h *health.Health) func() (bool, string) { return h.Liveness })
+}
+
+// BenchmarkStatus compares the status of a host whose devices carry every
+// signal of the driver's own verdicts with one whose devices carry none: the
+// snapshot (what the signals cost to read) and the handler (which encodes a
+// body twice the size); run both side by side:
+//
+//	go test -run '^$' -bench Status -benchmem ./device/health
+func BenchmarkStatus(b *testing.B) {
+	for _, signals := range []bool{false, true} {
+		b.Run(map[bool]string{false: "no-signals", true: "every-signal"}[signals], func(b *testing.B) {
+			s := sim.New()
+			rt := device.New(s)
+			defer rt.Shutdown(context.Background())
+			if err := rt.Init(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			for st := rt.Stats(); len(st.Health) < 2 || !st.Health[1].Watched; st = rt.Stats() {
+				<-st.Changed
+			}
+			if signals {
+				injectEverySignal(s)
+			}
+			h := health.New(rt, health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			defer h.Close()
+			b.Run("snapshot", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					h.Snapshot()
+				}
+			})
+			b.Run("handler", func(b *testing.B) {
+				hh := h.Status()
+				req := httptest.NewRequest(http.MethodGet, "/", nil)
+				rec := httptest.NewRecorder()
+				b.ReportAllocs()
+				for b.Loop() {
+					rec.Body.Reset()
+					hh.ServeHTTP(rec, req)
+				}
+			})
+		})
+	}
+}
+
+// injectEverySignal has each of s's devices report each verdict signal.
+func injectEverySignal(s *sim.Backend) {
+	u := uint64(12)
+	yes := true
+	for o := range 2 {
+		for _, ev := range []driver.HealthEvent{
+			{Kind: driver.HealthRead, Counters: &driver.HealthCounters{PCIeReplays: &u, RowRemapsPending: &yes, ECCCorrected: &u}},
+			{Kind: driver.HealthRecovery, Action: driver.HealthDegrade, Recovery: driver.RecoveryDrain, Message: "drain peer-to-peer"},
+			{Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "a row remap is pending", Hint: "reset the GPU"},
+			{Kind: driver.HealthReplay, Code: 12},
+			{Kind: driver.HealthFabric, Action: driver.HealthDegrade, Fabric: &driver.FabricState{State: 3, Summary: 3, Words: "limited capacity"}, Message: "limited capacity"},
+			{Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13},
+			{Kind: driver.HealthVMFault, Action: driver.HealthCount},
+		} {
+			ev.Ordinal = o
+			s.InjectHealthEvent(ev)
+		}
+	}
 }

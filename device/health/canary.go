@@ -6,16 +6,19 @@ import (
 	"time"
 )
 
-// WithCanary has readiness also prove that the devices still do work: once
-// the Runtime is ready, a goroutine the Health owns runs device.Runtime's
-// Canary (allocate, set and copy back 4 bytes) on each device in service,
-// every period, under the Runtime's call deadline. The probes only read what
-// it found, so readiness never blocks on it. A round trip that fails as the
-// driver calls sticky, or reads back wrong, loses the device; one that hangs
-// loses it when the call deadline passes; the canary waits for one no
-// longer than a period and starts no second one on that device while it is
-// stuck. Status shows each device's last canary. Close stops the goroutine;
-// a round trip stuck in the driver stays there. Zero or less turns it off.
+// WithCanary has readiness also prove that the devices still do work. Once
+// the Runtime is ready, a goroutine the Health owns runs
+// [device.Runtime.Canary] on each device in service, every period. The
+// canary allocates, sets and copies back 4 bytes, under the Runtime's call
+// deadline. The probes only read what it found, so readiness never blocks
+// on it.
+//
+// A round trip that fails with a sticky error, or reads back wrong, loses
+// the device. One that hangs loses it when the call deadline passes. The
+// canary waits for a round trip no longer than a period. It starts no
+// second one on that device while one is stuck. Status shows each device's
+// last canary. Close stops the goroutine; a round trip stuck in the driver
+// stays there. Zero or less turns the canary off.
 func WithCanary(period time.Duration) Option { return func(h *Health) { h.canaryPeriod = period } }
 
 // Canary is a device's last readiness canary as JSON.
@@ -32,8 +35,8 @@ type canaries struct {
 	last    atomic.Pointer[[]Canary]
 }
 
-// startCanary starts the canary's goroutine once the Runtime is ready, unless
-// it is off, started, or Close was called.
+// startCanary starts the canary's goroutine once the Runtime is ready. It
+// does nothing if the canary is off or started, or Close was called.
 func (h *Health) startCanary() {
 	if h.canaryPeriod <= 0 || h.canary.started.Load() {
 		return

@@ -1,42 +1,49 @@
 // Package health serves a GPU server's liveness, readiness and status.
 //
 // A [Health] answers for the [device.Runtime] that brings the server's GPUs
-// up, at the paths of KServe's Open Inference Protocol (which Triton and
-// KServe implement): GET /v2/health/live and GET /v2/health/ready, plus a JSON
-// status at /gpuinit/status ([Health.Mount]).
+// up. It serves the paths of KServe's Open Inference Protocol, which Triton
+// and KServe implement: GET /v2/health/live and GET /v2/health/ready. It
+// also serves a JSON status at /gpuinit/status ([Health.Mount]).
 //
-// Readiness never blocks on initialization: it reads the Runtime's state and
-// answers 200 when the Runtime is Ready and no device it serves is lost, else
-// 503 with the reason (503 is what KServe answers for "not ready"). By default
-// the first readiness probe starts the initialization in the background,
-// since an orchestrator sends no traffic to a pod that is not ready, so a
-// purely lazy pod would never become ready; [WithoutAutoInit] turns that off.
-// A server that can serve on the CPU says so with [WithCPUFallback]: once
+// Readiness never blocks on initialization: it reads the Runtime's state. It
+// answers 200 when the Runtime is Ready and no device it serves is lost.
+// Otherwise it answers 503 with the reason; 503 is what KServe answers for
+// "not ready". By default the first readiness probe starts the
+// initialization in the background. An orchestrator sends no traffic to a
+// pod that is not ready, so a purely lazy pod would never become ready.
+// [WithoutAutoInit] turns that off.
+//
+// A server that can serve on the CPU says so with [WithCPUFallback]. Once
 // initialization has failed because the host has no GPU
 // ([device.FallBackToCPU]), readiness is 200 and the status says degraded. A
 // GPU that is there but broken, or not ready yet, keeps readiness at 503.
 //
 // Liveness fails only where a restart of this process can help, by the
-// failure's class ([device.ClassOf]): when the part of the initialization that
-// runs in this process (the driver's init, then the queued work) has run past
-// its deadline ([WithInitDeadline], default [DefaultInitDeadline]: the
-// process is wedged); when the initialization failed for a reason that was
-// expected to clear (not-yet: a fresh process may succeed) and the same
-// deadline has passed since it started, so that the GPU had its time to come
-// up; or, with [WithRestartOnDeviceLoss], when a device was lost after init. A
-// failure of class no-gpu or needs-operator leaves it 200: a restart cannot
-// help, and a Kubernetes pod must not crash-loop for it; readiness, the status
-// and gpuprobe's metrics carry the class, so that an alert can fire. Preflight
-// children and the waits between their retries never fail liveness: they run in
-// other processes, under their own deadlines. Liveness is safe from the first
-// second, so no Kubernetes startupProbe is needed: one on the readiness path
-// would restart a pod whose host has no GPU, the crash loop this avoids (see
-// the README's example).
+// failure's class ([device.ClassOf]). It fails in three cases:
+//   - The in-process part of the initialization (the driver's init, then
+//     the queued work) has run past its deadline: the process is wedged.
+//     The deadline is set by [WithInitDeadline]; the default is
+//     [DefaultInitDeadline].
+//   - The initialization failed for a reason expected to clear (not-yet: a
+//     fresh process may succeed), and the same deadline has passed since it
+//     started. The GPU has had its time to come up.
+//   - With [WithRestartOnDeviceLoss], a device was lost after init.
+//
+// A failure of class no-gpu or needs-operator leaves liveness at 200. A
+// restart cannot help, and a Kubernetes pod must not crash-loop for it.
+// Readiness, the status and gpuprobe's metrics carry the class, so that an
+// alert can fire. Preflight children and the waits between their retries
+// never fail liveness. They run in other processes, under their own
+// deadlines. Liveness is safe from the first second, so no Kubernetes
+// startupProbe is needed. One on the readiness path would restart a pod
+// whose host has no GPU: the crash loop this avoids. See the README's
+// example.
 //
 // Both probes are allocation-free on every path but a failure's first
-// answer, and never call the backend. A Health is safe for concurrent use. It
-// logs, through [log/slog], the state changes it observes. It holds no global
-// state; [Health.Close] releases the background initialization's waiter.
+// answer. They never call the backend. A Health is safe for concurrent use.
+// It logs, through [log/slog], the state changes it observes. It holds no
+// global state. [Health.Close] releases the background initialization's
+// waiter.
 package health
 
 import (
@@ -59,55 +66,67 @@ const (
 )
 
 // DefaultInitDeadline is how long initialization may run before liveness
-// fails: long enough for a cold cuInit on a large host, short enough that a
-// hung driver does not hold a GPU for ever.
+// fails. It is long enough for a cold cuInit on a large host. It is short
+// enough that a hung driver does not hold a GPU for ever.
 const DefaultInitDeadline = 5 * time.Minute
 
 // An Option configures a Health in New.
 type Option func(*Health)
 
-// WithoutAutoInit stops the first readiness probe from starting Init: the
-// Runtime initializes only when the server first uses it.
+// WithoutAutoInit stops the first readiness probe from starting Init. The
+// Runtime then initializes only when the server first uses it.
 func WithoutAutoInit() Option { return func(h *Health) { h.autoInit = false } }
 
 // WithInitDeadline sets how long the in-process part of the initialization
-// (the driver's init in this process, then the queued work) may run before
-// liveness fails, and how long after the initialization began a not-yet
-// failure fails it; zero or less never fails liveness for time.
+// may run before liveness fails. That part is the driver's init in this
+// process, then the queued work. The same deadline, counted from when the
+// initialization began, is how long a not-yet failure waits before it
+// fails liveness. Zero or less never fails liveness for time.
 func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadline = d } }
 
-// WithRestartOnDeviceLoss makes liveness fail once a device is lost, so that
-// the orchestrator restarts the process (a sticky error leaves the device
-// unusable until then).
+// WithRestartOnDeviceLoss makes liveness fail once a device is lost. The
+// orchestrator then restarts the process. A sticky error leaves the device
+// unusable until then.
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
 
+// WithDegradedNotReady makes readiness fail while a device is degraded
+// ([driver.VerdictDegraded]). Degraded means a pending row remap, a PCIe
+// replay storm, a drain the driver asks for, or a fabric at limited
+// capacity. The orchestrator then moves traffic off the pod while the
+// device still works. By default a degraded device keeps the pod ready. Its
+// work still runs, and the status and gpuprobe's labels say what needs
+// attention. A lost device fails readiness either way. A device whose
+// health is unknown never does.
+func WithDegradedNotReady() Option { return func(h *Health) { h.degradedNotReady = true } }
+
 // WithCPUFallback says that the server serves without a GPU where the host
-// has none: once the initialization has failed with class no-gpu
-// ([device.FallBackToCPU]), readiness is 200 and the status says degraded,
-// with the reason. A needs-operator or not-yet failure keeps readiness at 503
-// with the reason, so that a broken driver or a typo never hides behind the
+// has none. Once the initialization has failed with class no-gpu
+// ([device.FallBackToCPU]), readiness is 200. The status says degraded,
+// with the reason. A needs-operator or not-yet failure keeps readiness at
+// 503 with the reason. So a broken driver or a typo never hides behind the
 // CPU. Liveness is unchanged.
 func WithCPUFallback() Option { return func(h *Health) { h.cpuFallback = true } }
 
-// WithLogger sets the logger for the state changes Health observes; the
-// default is slog.Default() at the time of logging.
+// WithLogger sets the logger for the state changes Health observes. The
+// default is [slog.Default] at the time of logging.
 func WithLogger(l *slog.Logger) Option { return func(h *Health) { h.logger = l } }
 
 // Health answers the orchestrator's questions about one Runtime.
 type Health struct {
-	rt            *device.Runtime
-	autoInit      bool
-	deadline      time.Duration
-	restartOnLoss bool
-	cpuFallback   bool
-	canaryPeriod  time.Duration
-	logger        *slog.Logger
+	rt               *device.Runtime
+	autoInit         bool
+	deadline         time.Duration
+	restartOnLoss    bool
+	degradedNotReady bool
+	cpuFallback      bool
+	canaryPeriod     time.Duration
+	logger           *slog.Logger
 
 	ctx    context.Context // cancelled by Close: the background Init stops waiting
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the background Init's goroutine
 
-	mu      sync.Mutex // protects following fields, so that Close and startInit agree
+	mu      sync.Mutex // protects following fields: Close and startInit agree
 	started bool
 	closed  bool
 
@@ -121,7 +140,7 @@ type Health struct {
 }
 
 // snapshot is what Health reads of the Runtime once it has finished
-// initializing, so that no probe reads it again.
+// initializing. No probe reads it again.
 type snapshot struct {
 	at             time.Time
 	driverVersion  int
@@ -131,8 +150,8 @@ type snapshot struct {
 }
 
 // New returns a Health over rt. Nothing is started until the first probe.
-// It registers its Close with rt.RegisterOnShutdown, so that rt's Shutdown
-// stops it too.
+// It registers its Close with [device.Runtime.RegisterOnShutdown], so rt's
+// Shutdown stops it too.
 func New(rt *device.Runtime, opts ...Option) *Health {
 	h := &Health{rt: rt, autoInit: true, deadline: DefaultInitDeadline}
 	for _, o := range opts {
@@ -144,9 +163,10 @@ func New(rt *device.Runtime, opts ...Option) *Health {
 	return h
 }
 
-// Close stops the background Init from waiting (the initialization itself goes
-// on: a driver call cannot be interrupted) and waits for its goroutine. Probes
-// still answer after Close, but start nothing.
+// Close stops the background Init from waiting, and waits for its
+// goroutine and the canary's. The initialization itself goes on: a driver
+// call cannot be interrupted. Probes still answer after Close, but start
+// nothing. Close always returns nil.
 func (h *Health) Close() error {
 	h.mu.Lock()
 	h.closed = true
@@ -157,7 +177,7 @@ func (h *Health) Close() error {
 }
 
 // Mount registers Live, Ready and Status on mux at LivePath, ReadyPath and
-// StatusPath, for GET (and HEAD).
+// StatusPath, for GET and HEAD.
 func (h *Health) Mount(mux *http.ServeMux) {
 	mux.Handle("GET "+LivePath, h.Live())
 	mux.Handle("GET "+ReadyPath, h.Ready())
@@ -169,18 +189,18 @@ var (
 	readyBody = []byte("ready\n")
 )
 
-// Ready answers 200 "ready" when the Runtime is Ready and no device is lost,
-// else 503 with the reason as text. It never blocks.
+// Ready answers 200 "ready" when the Runtime is Ready and no device is
+// lost. Otherwise it answers 503 with the reason as text. It never blocks.
 func (h *Health) Ready() http.Handler { return probeHandler(h.Readiness, readyBody) }
 
-// Live answers 200 "ok" while the process can still become or stay useful,
-// else 503 with the reason as text. It never calls into the Runtime's
-// initialization or its backend.
+// Live answers 200 "ok" while the process can still become or stay useful.
+// Otherwise it answers 503 with the reason as text. It never calls into the
+// Runtime's initialization or its backend.
 func (h *Health) Live() http.Handler { return probeHandler(h.Liveness, okBody) }
 
-// probeHandler answers 200 with body when check passes, else 503 with its
-// reason as text. It allocates nothing: the header values are shared, never
-// changed.
+// probeHandler answers 200 with body when check passes. Otherwise it
+// answers 503 with its reason as text. It allocates nothing: the header
+// values are shared, never changed.
 func probeHandler(check func() (bool, string), body []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		ok, reason := check()
@@ -203,8 +223,8 @@ var (
 	newline   = []byte("\n")
 )
 
-// startInit starts Init in the background, once, unless Close was called; it
-// reports whether initialization is under way.
+// startInit starts Init in the background, once, unless Close was called.
+// It reports whether initialization is under way.
 func (h *Health) startInit() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -212,8 +232,8 @@ func (h *Health) startInit() bool {
 		return false
 	}
 	if !h.started {
-		// Start now, under mu, so that a Close racing with this probe
-		// cannot stop an initialization the probe reports as started; the
+		// Start now, under mu. A Close racing with this probe then cannot
+		// stop an initialization the probe reports as started. The
 		// goroutine only waits for it, to log the outcome, until Close.
 		if err := h.rt.Start(h.ctx); err != nil {
 			return false

@@ -195,3 +195,21 @@ func TestMain(m *testing.M) {
 }
 
 var quiet = health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+func watchedSim(t *testing.T) (*sim.Backend, *device.Runtime) {
+	t.Helper()
+	s := sim.New()
+	rt := device.New(s)
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
+	require.NoError(t, rt.Init(context.Background()))
+	require.Eventually(t, func() bool { h := rt.Stats().Health; return len(h) == 2 && h[0].Watched && h[1].Watched },
+		10*time.Second, time.Millisecond)
+	return s, rt
+}
+
+// untilNotReady returns how long after start readiness first said no.
+func untilNotReady(t *testing.T, h *health.Health, start time.Time) time.Duration {
+	t.Helper()
+	require.Eventually(t, func() bool { ok, _ := h.Readiness(); return !ok }, 10*time.Second, 50*time.Microsecond)
+	return time.Since(start)
+}

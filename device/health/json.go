@@ -12,8 +12,8 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// StatusSchema names the layout of Status's JSON. Fields are only ever added
-// within a version; a change of layout gets a new one.
+// StatusSchema names the layout of Status's JSON. Fields are only ever
+// added within a version. A change of layout gets a new one.
 const StatusSchema = "gpuinit-health/v1"
 
 // Device is one device as JSON, in the layout gpuprobe's report shares.
@@ -30,42 +30,70 @@ type Device struct {
 	Integrated        bool    `json:"integrated"`
 	// MemorySource says where free_memory came from: nvml, driver-context,
 	// amdgpu-vram, amdgpu-gtt, meminfo (the host's, for a GPU that shares
-	// it) or sim; "" where it was not read.
+	// it) or sim. It is "" where free memory was not read.
 	MemorySource         string      `json:"memory_source,omitempty"`
 	PageableMemoryAccess bool        `json:"pageable_memory_access,omitempty"`
-	MIG                  *driver.MIG `json:"mig,omitempty"` // a MIG instance's parent GPU, instance ids and profile
-	// NativeArch, ArchSource and ArchWarning: what an AMD override
+	MIG                  *driver.MIG `json:"mig,omitempty"` // parent GPU, instance ids, profile
+	// NativeArch, ArchSource and ArchWarning say what an AMD override
 	// (HSA_OVERRIDE_GFX_VERSION) changed, named by its variable.
 	NativeArch  string `json:"native_arch,omitempty"`
 	ArchSource  string `json:"arch_source,omitempty"`
 	ArchWarning string `json:"arch_warning,omitempty"`
 	// Health is what the driver's health watch knows of the device, read
-	// at the status's moment; null where nothing watches it yet.
+	// at the status's moment. It is null where nothing watches it yet.
 	Health *DeviceHealth `json:"health,omitempty"`
 	// Canary is the device's last readiness canary (WithCanary).
 	Canary *Canary `json:"canary,omitempty"`
 }
 
-// DeviceHealth is device.DeviceHealth as JSON, in the layout gpuprobe's
-// report shares. Watched false means the device's health is unknown (Why
-// says why), never that it is healthy.
+// DeviceHealth is [device.DeviceHealth] as JSON, in the layout gpuprobe's
+// report shares. Watched false means the device's health is unknown, never
+// that it is healthy. Why then says why.
 type DeviceHealth struct {
+	// Verdict is the device's health in one word: healthy, degraded,
+	// unhealthy or unknown. Reason says why (device.DeviceHealth.Verdict).
+	// Recovery is the driver's recovery action: none, reset-gpu,
+	// reboot-node, drain or service.
+	Verdict     driver.Verdict         `json:"verdict"`
+	Reason      string                 `json:"reason,omitempty"`
+	Since       *time.Time             `json:"since,omitempty"`
+	Conditions  []driver.Condition     `json:"conditions,omitempty"`
+	Recovery    string                 `json:"recovery_action,omitempty"`
+	Replays     float64                `json:"pcie_replays_per_minute,omitempty"`
+	Fabric      *driver.FabricState    `json:"fabric,omitempty"`
+	Recovered   *time.Time             `json:"recovered,omitempty"`
+	HungCall    string                 `json:"hung_call,omitempty"`
 	Watched     bool                   `json:"watched"`
 	Why         string                 `json:"why,omitempty"`
-	Counted     map[string]int64       `json:"counted,omitempty"` // events counted against the device: "xid 13", "ecc corrected"
+	Counted     map[string]int64       `json:"counted,omitempty"` // "xid 13", "ecc corrected"
 	Counters    *driver.HealthCounters `json:"counters,omitempty"`
 	WatchError  string                 `json:"watch_error,omitempty"`
 	WatchErrors int64                  `json:"watch_errors,omitempty"`
-	Hint        string                 `json:"hint,omitempty"` // advice the counters call for (persistence mode off)
-	// UnwatchedCalls counts calls that ran past the call watch's slots,
-	// without a deadline (device.DeviceHealth.UnwatchedCalls).
+	Hint        string                 `json:"hint,omitempty"` // advice the counters call for
+	// UnwatchedCalls counts calls that found the call watch's slots full
+	// and ran without a deadline (device.DeviceHealth.UnwatchedCalls).
 	UnwatchedCalls int64 `json:"unwatched_calls,omitempty"`
 }
 
 // DeviceHealthOf is h as JSON.
 func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
-	return &DeviceHealth{Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
+	out := &DeviceHealth{Verdict: h.Verdict, Reason: h.Reason, Conditions: h.Conditions,
+		Replays: h.ReplaysPerMinute, Fabric: h.Fabric, HungCall: h.HungCall,
+		Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
 		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint, UnwatchedCalls: h.UnwatchedCalls}
+	if h.Recovery != driver.RecoveryUnknown {
+		out.Recovery = h.Recovery.String()
+	}
+	if !h.Since.IsZero() {
+		out.Since = &h.Since
+	}
+	if !h.Recovered.IsZero() {
+		out.Recovered = &h.Recovered
+	}
+	if h.Why == h.Reason {
+		out.Why = "" // said once, as the reason
+	}
+	return out
 }
 
 // DeviceOf is d as JSON, without free memory.
@@ -79,25 +107,26 @@ func DeviceOf(d device.Info) Device {
 	return out
 }
 
-// Error is a failure as JSON, in the layout gpuprobe's report shares: the
-// message (without the hint, which has a field of its own), a kind, and where there is a *device.DriverError inside, the
-// failing call, the raw code, its name and the hint. For work queued before
-// initialization that failed, Site names the call that queued it and NotRun
-// the queued work that never ran.
+// Error is a failure as JSON, in the layout gpuprobe's report shares. It
+// holds the message and a kind. The message leaves out the hint, which has
+// a field of its own. Where there is a *device.DriverError inside, Error
+// also holds the failing call, the raw code, its name and the hint. For
+// work queued before initialization that failed, Site names the call that
+// queued it. NotRun names the queued work that never ran.
 type Error struct {
 	Message string `json:"message"`
 	// Kind names the sentinel the failure wraps: no-driver, no-device,
 	// not-ready, driver-mismatch, driver-too-old, not-compiled, device-lost,
-	// hang, bad-setting, invalid-device, not-supported, not-initialized
-	// (gpuprobe adds interrupted and fleet-files); empty for others. Class
-	// is device.ClassOf's name for an initialization failure.
+	// hang, bad-setting, invalid-device, not-supported, not-initialized.
+	// gpuprobe adds interrupted and fleet-files. Kind is empty for others.
+	// Class is device.ClassOf's name for an initialization failure.
 	Kind   string   `json:"kind,omitempty"`
 	Class  string   `json:"class,omitempty"`
 	Op     string   `json:"op,omitempty"`
 	Code   int      `json:"code,omitempty"`
 	Name   string   `json:"name,omitempty"`
 	Hint   string   `json:"hint,omitempty"`
-	Detail string   `json:"detail,omitempty"` // the driver's or loader's own words, and what it tried
+	Detail string   `json:"detail,omitempty"` // the driver's or loader's words, what it tried
 	Site   string   `json:"site,omitempty"`
 	NotRun []string `json:"not_run,omitempty"`
 }
@@ -105,8 +134,9 @@ type Error struct {
 // ErrorOf is err as JSON.
 func ErrorOf(err error) *Error {
 	out := &Error{Message: err.Error(), Class: device.ClassOf(err).String()}
-	// auto's combined error is reported as its lead's: the kind, call, code
-	// and hint of the backend that got furthest, never another's advice.
+	// auto's combined error is reported as its lead's. That is the kind,
+	// call, code and hint of the backend that got furthest, never another's
+	// advice.
 	lead := err
 	var nb *device.NoBackendError
 	if errors.As(err, &nb) && len(nb.Tried) > 0 {
@@ -147,8 +177,8 @@ type Status struct {
 	Lost           []Lost        `json:"lost,omitempty"`
 	ErrorsReported map[int]int64 `json:"errors_reported,omitempty"` // non-sticky errors, by ordinal
 	// FailedCalls are the calls queued before initialization that failed
-	// when they ran (device.Runtime.FailedCalls), each with the call site
-	// that queued it; their failures are their own, and the runtime is
+	// when they ran ([device.Stats].FailedCalls). Each has the call site
+	// that queued it. Their failures are their own, and the runtime is
 	// ready. MoreFailedCalls counts those past the first 16.
 	FailedCalls     []*Error          `json:"failed_calls,omitempty"`
 	MoreFailedCalls int               `json:"more_failed_calls,omitempty"`
@@ -156,16 +186,17 @@ type Status struct {
 	Init            InitTimes         `json:"init"`
 	Failure         *Error            `json:"failure,omitempty"`
 	// PassedOver are the other backends auto tried, each with its own
-	// reason; Failure is the lead one's, said once.
+	// reason. Failure is the lead one's, said once.
 	PassedOver []PassedOver `json:"passed_over,omitempty"`
 	// Class is the failure's class: no-gpu, not-yet or needs-operator
-	// (device.ClassOf). Degraded reports a server that serves without a GPU
-	// (WithCPUFallback) because of it.
+	// (device.ClassOf). Degraded reports a server that serves without a
+	// GPU because of it (WithCPUFallback).
 	Class    string   `json:"class,omitempty"`
 	Degraded bool     `json:"degraded,omitempty"`
 	BringUp  *BringUp `json:"bring_up,omitempty"`
-	// ReadAt is when the versions and devices above were read: once, when
-	// initialization finished, never by a probe. AgeSeconds is how long ago.
+	// ReadAt is when the versions and devices above were read. They are
+	// read once, when initialization finished, never by a probe. AgeSeconds
+	// is how long ago.
 	ReadAt     *time.Time `json:"read_at,omitempty"`
 	AgeSeconds float64    `json:"age_seconds,omitempty"`
 	// Closed reports a runtime that was shut down.
@@ -175,12 +206,12 @@ type Status struct {
 // PassedOver is one backend auto tried and passed over, as JSON.
 type PassedOver struct {
 	Backend       string `json:"backend"`
-	DriverVersion int    `json:"driver_version,omitempty"` // what its driver reported before it failed
+	DriverVersion int    `json:"driver_version,omitempty"` // its driver's version before it failed
 	Error         *Error `json:"error"`
 }
 
-// BringUp is device.BringUp as JSON: what the initialization does now, and how
-// its preflight attempts went.
+// BringUp is [device.BringUp] as JSON. It says what the initialization does
+// now, and how its preflight attempts went.
 type BringUp struct {
 	Phase       string     `json:"phase"` // preflight, waiting, driver, queued or done
 	Since       *time.Time `json:"since,omitempty"`
@@ -193,9 +224,11 @@ type BringUp struct {
 	InProcess   *time.Time `json:"in_process,omitempty"` // when the in-process part began
 }
 
-// Lost is a lost device as JSON. Source says who saw it lost: engine (the
-// server's ReportError), deadline (a call hung past its deadline), xid, ecc,
-// ras (the driver's health watch) or canary.
+// Lost is a lost device as JSON. Source says who saw it lost
+// ([device.LossSource]). engine is the server's ReportError. deadline is a
+// call hung past its deadline. xid, ecc and ras are the driver's health
+// watch, and canary the readiness canary. A loss by the driver's own
+// verdict is named by its health kind, such as "recovery-action".
 type Lost struct {
 	Ordinal int       `json:"ordinal"`
 	Source  string    `json:"source"`
@@ -203,9 +236,9 @@ type Lost struct {
 	At      time.Time `json:"at"`
 }
 
-// InitTimes is the initialization's timeline as JSON. While it runs, Running
-// names what it runs ("init", or the call site of queued work) and for how
-// long: where a hang is.
+// InitTimes is the initialization's timeline as JSON. While it runs,
+// Running names what it runs: "init", or the call site of queued work.
+// RunningSeconds says for how long. Together they show where a hang is.
 type InitTimes struct {
 	Started        *time.Time `json:"started,omitempty"`
 	Finished       *time.Time `json:"finished,omitempty"`

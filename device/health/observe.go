@@ -10,9 +10,9 @@ import (
 )
 
 // observe reads the Runtime's Stats and logs a change since the last one it
-// saw, once: states only move forward, so a probe that read an older state
+// saw, once. States only move forward, so a probe that read an older state
 // than another logs nothing. With snapshot, it also takes the snapshot once
-// initialization has finished; liveness does not, since that reads the
+// initialization has finished. Liveness does not, since that reads the
 // backend's versions.
 func (h *Health) observe(snapshot bool) device.Stats {
 	st := h.rt.Stats()
@@ -70,8 +70,8 @@ func (h *Health) log() *slog.Logger {
 }
 
 // read takes the snapshot: versions and devices, read once. Neither call
-// initializes anything: the Runtime has finished, and versions are never read
-// from a driver by a probe (HIP's version call would initialize HIP).
+// initializes anything: the Runtime has finished. A probe never reads
+// versions from a driver, since HIP's version call would initialize HIP.
 func (h *Health) read(st device.Stats) *snapshot {
 	s := &snapshot{at: time.Now(), visibility: st.Visibility}
 	s.driverVersion, _ = h.rt.DriverVersion()

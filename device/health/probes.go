@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -15,14 +16,14 @@ type losses struct {
 	reason string
 }
 
-// verdict is what the probes answer about a failed initialization: its class
-// and their reasons, made once.
+// verdict is what the probes answer about a failed initialization. It holds
+// the class and the probes' reasons, made once.
 type verdict struct {
 	class             device.Class
 	live              bool
 	servesOnCPU       bool // WithCPUFallback, and the host has no GPU
 	liveWhy, readyWhy string
-	statusWhy         string // readyWhy without the error, which the status says once, in failure
+	statusWhy         string // readyWhy without the error: the status says it once, in failure
 }
 
 // The reasons that never change.
@@ -34,7 +35,7 @@ const (
 
 // Readiness reports whether the Runtime can serve now, and if not, why. With
 // auto-init (the default) the first call starts Init in the background. It
-// never blocks.
+// never blocks. After the Runtime's Shutdown it reports not ready.
 func (h *Health) Readiness() (ready bool, reason string) { return h.readiness(h.observe(true)) }
 
 func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
@@ -43,10 +44,17 @@ func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
 	}
 	switch st.State {
 	case lazy.Ready:
-		if len(st.Lost) == 0 {
-			return true, ""
+		if len(st.Lost) > 0 {
+			return false, h.lostReason(st.Lost)
 		}
-		return false, h.lostReason(st.Lost)
+		if h.degradedNotReady {
+			for _, d := range st.Health {
+				if d.Verdict == driver.VerdictDegraded {
+					return false, fmt.Sprintf("device %d degraded: %s", d.Ordinal, d.Reason)
+				}
+			}
+		}
+		return true, ""
 	case lazy.Uninitialized:
 		if h.autoInit && h.startInit() {
 			return false, startedReason
@@ -62,9 +70,8 @@ func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
 	return v.servesOnCPU, v.readyWhy
 }
 
-// Liveness reports whether the process can still become or stay useful, and
-// if not, why: whether a restart of it can help. It reads the Runtime's state
-// only.
+// Liveness reports whether the process can still become or stay useful. If
+// not, it says why a restart can help. It reads the Runtime's state only.
 func (h *Health) Liveness() (live bool, reason string) { return h.liveness(h.observe(false)) }
 
 func (h *Health) liveness(st device.Stats) (live bool, reason string) {
@@ -73,8 +80,8 @@ func (h *Health) liveness(st device.Stats) (live bool, reason string) {
 		v := h.verdict(st)
 		if !v.live {
 			// Not yet: a restart helps once the GPU has had the init
-			// deadline to come up, not before (a fresh process would only
-			// fail the same way, and the orchestrator's restarts back off).
+			// deadline to come up, not before. A fresh process would only
+			// fail the same way, and the orchestrator's restarts back off.
 			// Without a deadline, never: nothing fails for time.
 			if h.deadline <= 0 || time.Since(st.Started) <= h.deadline {
 				return true, ""
@@ -94,8 +101,8 @@ func (h *Health) liveness(st device.Stats) (live bool, reason string) {
 	return true, ""
 }
 
-// verdict returns the probes' answers about the failed initialization, made
-// at the first call.
+// verdict returns the probes' answers about the failed initialization. They
+// are made at the first call.
 func (h *Health) verdict(st device.Stats) *verdict {
 	if v := h.failed.Load(); v != nil {
 		return v
@@ -113,7 +120,8 @@ func (h *Health) verdict(st device.Stats) *verdict {
 		prefix = "degraded: serving without a GPU: "
 	}
 	v.statusWhy = fmt.Sprintf("%sinitialization failed (%s: %s)", prefix, class, why)
-	v.readyWhy = fmt.Sprintf("%sinitialization failed (%s: %s): %v", prefix, class, class.Describe(), err) // err holds the evidence
+	// err holds the evidence.
+	v.readyWhy = fmt.Sprintf("%sinitialization failed (%s: %s): %v", prefix, class, class.Describe(), err)
 	if !v.live {
 		v.liveWhy = "initialization failed for a reason expected to clear (not-yet): a restart may succeed: " + err.Error()
 	}
@@ -130,8 +138,8 @@ func runningReason(st device.Stats) string {
 	return s
 }
 
-// lostReason is readiness's reason for the lost devices, remade only when
-// their number changes.
+// lostReason is readiness's reason for the lost devices. It is remade only
+// when their number changes.
 func (h *Health) lostReason(lost []device.LostDevice) string {
 	n := len(lost)
 	if l := h.lossSeen.Load(); l != nil && l.count == n {

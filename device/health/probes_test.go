@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/stretchr/testify/assert"
@@ -284,24 +285,6 @@ func TestWithoutAnInitDeadlineLivenessNeverFailsForTime(t *testing.T) {
 
 // watchedSim returns an initialized Runtime over a sim whose two devices
 // its health watch watches.
-func watchedSim(t *testing.T) (*sim.Backend, *device.Runtime) {
-	t.Helper()
-	s := sim.New()
-	rt := device.New(s)
-	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
-	require.NoError(t, rt.Init(context.Background()))
-	require.Eventually(t, func() bool { h := rt.Stats().Health; return len(h) == 2 && h[0].Watched && h[1].Watched },
-		10*time.Second, time.Millisecond)
-	return s, rt
-}
-
-// untilNotReady returns how long after start readiness first said no.
-func untilNotReady(t *testing.T, h *health.Health, start time.Time) time.Duration {
-	t.Helper()
-	require.Eventually(t, func() bool { ok, _ := h.Readiness(); return !ok }, 10*time.Second, 50*time.Microsecond)
-	return time.Since(start)
-}
-
 func TestAnXidThatNeedsAResetTurnsReadinessOffWithin100ms(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "WithRestartOnDeviceLoss"}[restart], func(t *testing.T) {
@@ -405,5 +388,40 @@ func TestProbesAllocateNothingWithTheWatchRunning(t *testing.T) {
 	for name, hh := range map[string]http.Handler{"live": h.Live(), "ready": h.Ready()} {
 		hh.ServeHTTP(rec, req)
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { rec.Body.Reset(); hh.ServeHTTP(rec, req) }), name)
+	}
+}
+
+func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T) {
+	remap := driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade,
+		Message: "a row remap is pending", Hint: "reset the GPU to apply it"}
+	for _, c := range []struct {
+		name  string
+		opts  []health.Option
+		ready bool
+	}{
+		{"by default a degraded device serves", nil, true},
+		{"WithDegradedNotReady takes the pod out of service", []health.Option{health.WithDegradedNotReady()}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, rt := watchedSim(t)
+			h := health.New(rt, append([]health.Option{quiet}, c.opts...)...)
+			defer h.Close()
+			s.InjectHealthEvent(remap)
+			for st := rt.Stats(); st.Health[1].Verdict != driver.VerdictDegraded; st = rt.Stats() {
+				<-st.Changed
+			}
+			ready, reason := h.Readiness()
+			assert.Equal(t, c.ready, ready, reason)
+			if !c.ready {
+				assert.Contains(t, reason, "device 1 degraded: row-remap: a row remap is pending")
+			}
+			live, _ := h.Liveness()
+			assert.True(t, live, "a restart cannot help a degraded device")
+			dh := status(t, h).Devices[1].Health
+			require.NotNil(t, dh)
+			assert.Equal(t, driver.VerdictDegraded, dh.Verdict)
+			require.Len(t, dh.Conditions, 1)
+			assert.Equal(t, "reset the GPU to apply it", dh.Conditions[0].Hint)
+		})
 	}
 }

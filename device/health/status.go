@@ -12,13 +12,19 @@ import (
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// Status serves the Runtime's status as JSON (StatusSchema): state,
-// readiness and liveness with their reasons, backend, versions and devices (read
-// once, when initialization finished), lost devices with their errors, the
-// initialization's timeline (what it runs now and for how long, while it
-// runs), and its failure (code, name, hint, and the call site of failed queued
-// work). It answers 200 whatever the state, and never blocks; with auto-init
-// (the default) it starts Init as readiness does, since it reports readiness.
+// Status serves the Runtime's status as JSON ([StatusSchema]). It holds:
+//   - the state, and readiness and liveness with their reasons;
+//   - the backend, versions and devices, read once, when initialization
+//     finished;
+//   - lost devices with their errors;
+//   - the initialization's timeline: what it runs now and for how long,
+//     while it runs;
+//   - its failure: code, name, hint, and the call site of failed queued
+//     work.
+//
+// Status answers 200 whatever the state, and never blocks. It reports
+// readiness, so with auto-init (the default) it starts Init as readiness
+// does.
 func (h *Health) Status() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -29,18 +35,18 @@ func (h *Health) Status() http.Handler {
 	})
 }
 
-// Snapshot is the status Status serves: one moment's. Every field agrees
-// with State: a failure, a finish time and devices only once the
-// initialization has finished, losses and health only once it succeeded;
-// and readiness agrees with the losses listed. It reads again while the
-// state or the losses move on, four times at most: under a storm of losses
-// the last read is served as it is.
+// Snapshot is the status Status serves, at one moment. Every field agrees
+// with State. A failure, a finish time and devices come only once the
+// initialization has finished. Losses and health come only once it
+// succeeded. Readiness agrees with the losses listed. Snapshot reads again
+// while the state or the losses move on, four times at most. Under a storm
+// of losses the last read is served as it is.
 func (h *Health) Snapshot() Status {
-	// The state can move on while the rest is read; states only move
+	// The state can move on while the rest is read. States only move
 	// forward, so reading until the state before and after agree ends
-	// within a few rounds, and each field is then taken only if its state
-	// has it. Losses only grow too: readiness and the list of losses agree
-	// when the count held still across the read.
+	// within a few rounds. Each field is then taken only if its state has
+	// it. Losses only grow too. Readiness and the list of losses agree when
+	// the count held still across the read.
 	st := h.observe(true)
 	for range 4 {
 		s := h.snapshotAt(st)
@@ -118,8 +124,8 @@ func (h *Health) snapshotAt(st device.Stats) Status {
 	return s
 }
 
-// addDevices adds a Ready runtime's devices, with their health, losses and
-// reported errors, as they are now.
+// addDevices adds a Ready runtime's devices as they are now. It adds their
+// health, losses and reported errors.
 func (h *Health) addDevices(s *Status, st device.Stats) {
 	if snap := h.snap.Load(); snap != nil && snap.devices != nil {
 		s.Devices = slices.Clone(snap.devices)

@@ -13,17 +13,32 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/ras"
 )
 
-// WatchHealth watches each device's amdgpu RAS error counters
-// (ras/<block>_err_count under its PCI device in sysfs, found by PCI bus id,
-// under GPUINIT_SYSFS_ROOT where that is set) until ctx ends: read once at
-// the start and then every GPUINIT_RAS_PERIOD. A rise in a block's
-// uncorrectable count loses the device; a rise in its correctable count is
-// counted against it. A device whose board has no RAS counters is reported
-// unwatched, its health unknown; where no device has them, the watch
-// returns an error wrapping driver.ErrNotSupported at once. A read that
-// fails (amdgpu refuses them while it recovers a GPU) is reported as a
-// watch error and read again next period; it loses nothing. Between reads
-// the watch sleeps.
+// WatchHealth watches each device until ctx ends, from two sources.
+//
+// amdgpu's RAS error counters (ras/<block>_err_count under its PCI device in
+// sysfs, found by PCI bus id, under GPUINIT_SYSFS_ROOT where that is set) are
+// read once at the start and then every GPUINIT_RAS_PERIOD. A rise in a
+// block's uncorrectable count loses the device; a rise in its correctable
+// count is counted against it. A read that fails (amdgpu refuses them while
+// it recovers a GPU) is reported as a watch error and read again next
+// period; it loses nothing.
+//
+// ROCm SMI's event notifications (librocm_smi64, loaded at the first watch;
+// see rsmi_events.go for the layouts by release) come per device, matched to
+// the device by PCI bus id: a VM fault or thermal throttling is counted, a
+// ring hang loses the device, a GPU pre-reset loses it while the reset is in
+// progress, and the post-reset event recovers it. The watch waits for them in
+// steps of at most half a second, and stops them and shuts ROCm SMI down
+// when ctx ends. Where ROCm SMI cannot be loaded, lacks a function, fails
+// rsmi_init (as with no GPU) or cannot place a device, that device's events
+// are reported unwatched, with why; the RAS watch goes on.
+//
+// Each source reports its own HealthWatching or HealthUnwatched for each
+// device, the events first, then RAS, each Message naming its source. A
+// device neither source can watch has its health unknown; where no device
+// has either, the watch returns an error wrapping driver.ErrNotSupported at
+// once. Every ROCm SMI call goes through driver.TrackCall. Between reads and
+// waits the watch uses no CPU.
 func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	s := state.ready.Load()
 	if s == nil {
@@ -33,6 +48,8 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	if err != nil {
 		return err
 	}
+	events := startSMI(ctx, s.busIDs, report)
+	defer events.stop(ctx)
 	sys := hostfs.Sys()
 	dirs := make([]string, len(s.busIDs))
 	last := make([]*ras.Counts, len(s.busIDs))
@@ -40,31 +57,43 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	for ordinal, busID := range s.busIDs {
 		dir, err := ras.Dir(sys, busID)
 		if err != nil {
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, At: time.Now(),
+			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, Name: "ras", At: time.Now(),
 				Message: fmt.Sprintf("hip: the health of device %d is unknown: %v", ordinal, err)})
 			continue
 		}
 		dirs[ordinal] = dir
 		watched++
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
+		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, Name: "ras", At: time.Now(), Message: "amdgpu RAS counters"})
 	}
-	if watched == 0 {
-		return fmt.Errorf("%w: hip: no device has amdgpu RAS counters under %s", driver.ErrNotSupported, sys)
+	if watched == 0 && events == nil {
+		return fmt.Errorf("%w: hip: no device has amdgpu RAS counters under %s, nor ROCm SMI events", driver.ErrNotSupported, sys)
 	}
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		for ordinal, dir := range dirs {
-			if dir != "" {
-				last[ordinal] = readRAS(ordinal, dir, last[ordinal], report)
+	next := time.Now()
+	for ctx.Err() == nil {
+		if watched > 0 && !time.Now().Before(next) {
+			for ordinal, dir := range dirs {
+				if dir != "" {
+					last[ordinal] = readRAS(ordinal, dir, last[ordinal], report)
+				}
 			}
+			next = time.Now().Add(period)
 		}
+		until := time.Until(next)
+		if watched == 0 {
+			until = time.Hour // events alone: the wait below is all there is
+		}
+		if events != nil {
+			events.wait(ctx, int(min(until, smiWaitMillis*time.Millisecond)/time.Millisecond), report)
+			continue
+		}
+		t := time.NewTimer(until)
 		select {
 		case <-ctx.Done():
-			return nil
+			t.Stop()
 		case <-t.C:
 		}
 	}
+	return nil
 }
 
 // readRAS reads one device's counters, reports what rose since before (nil

@@ -5,13 +5,17 @@ package hip
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -156,4 +160,120 @@ func TestChildCanary(t *testing.T) {
 	assert.Equal(t, "canary", de.Op)
 	assert.Empty(t, de.Name, "Name is for a code's name, and a mismatch has no code")
 	assert.Equal(t, device.LossCanary, r.Stats().Lost[0].Source)
+}
+
+// TestROCmSMIEventsReachTheVerdictReadinessAndStatus: over the fake
+// libamdhip64 and librocm_smi64 (ROCm 6.1's layout, which has ring hangs),
+// each event changes device 0's verdict, readiness and status within 100 ms,
+// and device 1's never.
+func TestROCmSMIEventsReachTheVerdictReadinessAndStatus(t *testing.T) {
+	for _, c := range []struct{ name, events string }{
+		{"a ring hang loses the device", "5"},
+		{"a reset in progress loses it", "3"},
+		{"the reset's end says when a new process may use it", "3,4"},
+		{"a VM fault is counted and the device serves", "1"},
+		{"thermal throttling too", "2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // its child mostly waits
+			env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_LAYOUT=6.1", "SMI_CASE="+c.events)
+			runChild(t, "TestChildSMIVerdict", env...)
+		})
+	}
+}
+
+func TestChildSMIVerdict(t *testing.T) {
+	child(t)
+	setRAS(t, "0000:c1:00.0", 0, 0)
+	setRAS(t, "0000:03:00.0", 0, 0)
+	rt := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
+	require.NoError(t, rt.Init(context.Background()))
+	h := health.New(rt, health.WithLogger(slog.New(slog.DiscardHandler)))
+	waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
+		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
+	})
+	ready, why := h.Readiness()
+	require.True(t, ready, why)
+	events := strings.Split(os.Getenv("SMI_CASE"), ",")
+	for _, ev := range events {
+		appendLine(t, os.Getenv("SMI_EVENTS"), "0000:c1:00.0 "+ev+" gpuinit test event "+ev)
+	}
+	start := time.Now()
+	last := events[len(events)-1]
+	lost := last == "5" || last == "3" || last == "4"
+	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
+		if lost {
+			return hs[0].Verdict == driver.VerdictUnhealthy && (last != "4" || !hs[0].Recovered.IsZero())
+		}
+		return len(hs[0].Counted) > 0
+	})
+	took := time.Since(start)
+	t.Logf("from the event to the verdict: %v", took)
+	assert.Less(t, took, 100*time.Millisecond)
+	ready, why = h.Readiness()
+	assert.Equal(t, !lost, ready, why)
+	st := h.Snapshot()
+	require.Len(t, st.Devices, 2)
+	assert.Equal(t, hs[0].Verdict, st.Devices[0].Health.Verdict, "the status says the verdict")
+	assert.Equal(t, driver.VerdictHealthy, st.Devices[1].Health.Verdict, "the other device is untouched")
+	if last == "4" {
+		assert.Contains(t, hs[0].Reason, "a new process may use it")
+		assert.NotNil(t, st.Devices[0].Health.Recovered)
+	}
+}
+
+// waitVerdict waits on Stats.Changed until ok holds of the devices' health.
+func waitVerdict(t *testing.T, rt *device.Runtime, ok func([]device.DeviceHealth) bool) []device.DeviceHealth {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		st := rt.Stats()
+		if ok(st.Health) {
+			return st.Health
+		}
+		select {
+		case <-st.Changed:
+		case <-timeout:
+			t.Fatalf("never so: %+v", st.Health)
+		}
+	}
+}
+
+// TestTheWatchUsesLittleCPUWhileNothingHappens measures the AMD watch's CPU
+// use per device per minute on a quiet host: ROCm SMI's waits (500 ms each)
+// and the RAS reads (every 10 s), over fakes that wait without spinning.
+func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
+	env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_POLL_MS=500")
+	out := runChild(t, "TestChildWatchCPU", env...)
+	if i := strings.Index(out, "watch CPU per device per minute:"); i >= 0 {
+		t.Log(strings.SplitN(out[i:], "\n", 2)[0])
+	}
+}
+
+func TestChildWatchCPU(t *testing.T) {
+	child(t)
+	setRAS(t, "0000:c1:00.0", 0, 0)
+	setRAS(t, "0000:03:00.0", 0, 0)
+	rt := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
+	require.NoError(t, rt.Init(context.Background()))
+	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
+		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
+	})
+	const window = 3 * time.Second
+	before := cpuTime(t)
+	time.Sleep(window) // the measurement's window: nothing happens in it
+	used := cpuTime(t) - before
+	perDeviceMinute := used * time.Duration(time.Minute/window) / time.Duration(len(hs))
+	t.Logf("CPU per device per minute: %v (%v over %v, %d devices)", perDeviceMinute, used, window, len(hs))
+	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, len(hs))
+	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -67,7 +67,8 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
 	log = fakedriver.NewCallLog(t)
 	return append([]string{EnvLibrary + "=" + lib, hostfs.EnvSysfsRoot + "=" + sys, hostfs.EnvDevRoot + "=" + dev,
-		"GPUINIT_FAKE_HIP_LOG=" + string(log), EnvHiprandLibrary + "="}, env...), log
+		"GPUINIT_FAKE_HIP_LOG=" + string(log), EnvHiprandLibrary + "=",
+		EnvSMILibrary + "=" + fakedriver.NotInstalled("librocm_smi64.so.7")}, env...), log // smiHost adds the fake
 }
 
 func TestOverTheFakeRuntime(t *testing.T) {

@@ -25,6 +25,9 @@ const defaultRASPeriod = 10 * time.Second
 const (
 	EnvLibrary        = "GPUINIT_HIP_LIBRARY"
 	EnvHiprandLibrary = "GPUINIT_HIPRAND_LIBRARY"
+	// EnvSMILibrary names ROCm SMI's librocm_smi64, which the health watch
+	// loads for the devices' event notifications.
+	EnvSMILibrary = "GPUINIT_ROCM_SMI_LIBRARY"
 )
 
 func init() { device.Register(Registration()) }
@@ -48,6 +51,7 @@ func Registration() driver.Registration {
 		Env: []driver.EnvVar{
 			{Name: EnvLibrary, Check: dynload.CheckFile(EnvLibrary, "libamdhip64.so")},
 			{Name: EnvHiprandLibrary, Check: dynload.CheckFile(EnvHiprandLibrary, "libhiprand.so.1")},
+			{Name: EnvSMILibrary, Check: dynload.CheckFile(EnvSMILibrary, "librocm_smi64.so.7")},
 			{Name: EnvRASPeriod, Check: func(string) error { _, err := rasPeriod(); return err }},
 		},
 		Classify: classify,

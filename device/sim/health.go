@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -12,10 +13,10 @@ import (
 // watched, and the events InjectXid and InjectHealthEvent make are reported
 // as a real backend's watch reports them. It uses no CPU between events.
 func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
-	events := make(chan driver.HealthEvent)
+	events := make(chan watchMsg)
 	b.mu.Lock()
 	if b.watches == nil {
-		b.watches = map[chan driver.HealthEvent]context.Context{}
+		b.watches = map[chan watchMsg]context.Context{}
 	}
 	b.watches[events] = ctx
 	b.mu.Unlock()
@@ -34,8 +35,17 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev := <-events:
-			report(ev)
+		case m := <-events:
+			if m.hang != nil {
+				// A driver call that does not return, deaf to ctx as a real
+				// one is: only its release ends it.
+				end := driver.TrackCall(ctx, m.hang.ordinal, m.hang.op)
+				close(m.hang.started)
+				<-m.hang.release
+				end()
+				continue
+			}
+			report(m.ev)
 		}
 	}
 }
@@ -51,19 +61,63 @@ func (b *Backend) InjectXid(ordinal, code int) {
 
 // InjectHealthEvent has every health watch running on b report ev (an ECC
 // error, a RAS rise, a watch error); see InjectXid.
-func (b *Backend) InjectHealthEvent(ev driver.HealthEvent) {
+func (b *Backend) InjectHealthEvent(ev driver.HealthEvent) { b.send(watchMsg{ev: ev}) }
+
+// HangHealthWatch simulates a driver call of the health watch that never
+// returns, as an NVML call on a wedged driver: every health watch running
+// on b enters call op on device ordinal (-1 for a call about no device),
+// through driver.TrackCall, and stays in it, deaf to its context, until
+// release is called. It returns once every watch is in the call, or has
+// stopped. release may be called more than once.
+func (b *Backend) HangHealthWatch(ordinal int, op string) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	sent := b.sendEach(func() watchMsg {
+		return watchMsg{hang: &watchHang{ordinal: ordinal, op: op, started: make(chan struct{}), release: ch}}
+	})
+	for _, m := range sent {
+		<-m.hang.started
+	}
+	return release
+}
+
+// watchMsg is what a running watch is sent: an event to report, or a call
+// to hang in.
+type watchMsg struct {
+	ev   driver.HealthEvent
+	hang *watchHang
+}
+
+// watchHang is a hung call of a watch's: started is closed once the watch
+// is in it, and release ends it.
+type watchHang struct {
+	ordinal          int
+	op               string
+	started, release chan struct{}
+}
+
+// send sends m to every running watch.
+func (b *Backend) send(m watchMsg) { b.sendEach(func() watchMsg { return m }) }
+
+// sendEach sends each running watch the message msg makes for it, skipping
+// a watch whose context has ended, and returns those it took.
+func (b *Backend) sendEach(msg func() watchMsg) (sent []watchMsg) {
 	b.mu.Lock()
-	watches := make(map[chan driver.HealthEvent]context.Context, len(b.watches))
+	watches := make(map[chan watchMsg]context.Context, len(b.watches))
 	for ch, ctx := range b.watches {
 		watches[ch] = ctx
 	}
 	b.mu.Unlock()
 	for ch, ctx := range watches {
+		m := msg()
 		select {
-		case ch <- ev:
+		case ch <- m:
+			sent = append(sent, m)
 		case <-ctx.Done():
 		}
 	}
+	return sent
 }
 
 // Canary simulates the readiness canary's round trip: it fails as a lost

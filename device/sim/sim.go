@@ -150,9 +150,9 @@ type Backend struct {
 
 	initialized atomic.Bool
 
-	mu      sync.Mutex                                  // protects following fields
-	lost    map[int]int                                 // ordinal -> the sticky CUresult its calls now fail with
-	watches map[chan driver.HealthEvent]context.Context // the running health watches, and their contexts
+	mu      sync.Mutex                        // protects following fields
+	lost    map[int]int                       // ordinal -> the sticky CUresult its calls now fail with
+	watches map[chan watchMsg]context.Context // the running health watches, and their contexts
 }
 
 // New returns a simulated backend: 2 devices that succeed at once, unless

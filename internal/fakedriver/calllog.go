@@ -51,7 +51,7 @@ func (l CallLog) Lines(t testing.TB, prefixes ...string) []string {
 }
 
 // vendorLibraries are the GPU libraries a backend may load, by name prefix.
-var vendorLibraries = []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand"}
+var vendorLibraries = []string{"libcuda", "libcurand", "libnvidia-ml", "libamdhip64", "libhiprand", "librocrand", "librocm_smi64"}
 
 // MappedVendorLibraries returns the GPU vendor libraries (real or fake) this
 // process has mapped, from /proc/self/maps: a laziness test expects none

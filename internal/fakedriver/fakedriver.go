@@ -35,6 +35,9 @@ var (
 	// by BuildInto, since hipRAND is looked for beside libamdhip64.
 	HIP     = Library{Source: "fakehip.c", Soname: "libamdhip64.so.6"}
 	HIPRAND = Library{Source: "fakehiprand.c", Soname: "libhiprand.so.1"}
+	// ROCMSMI is ROCm SMI's librocm_smi64, its event notifications: a
+	// Debian 12 (5.2.3) one unless GPUINIT_FAKE_RSMI_LAYOUT says otherwise.
+	ROCMSMI = Library{Source: "fakerocmsmi.c", Soname: "librocm_smi64.so.7"}
 )
 
 // Build compiles lib into a fresh directory of t's and returns the library's

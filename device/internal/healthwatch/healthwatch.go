@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
@@ -29,6 +31,36 @@ type Device struct {
 	WatchError  string // the watch's last failure, which it retries; "" once it watches again
 	WatchErrors int64
 	Hint        string // advice the counters call for
+
+	Conditions       []Condition // the driver's verdicts that are not healthy, most severe first
+	Recovery         driver.RecoveryAction
+	ReplaysPerMinute float64
+	Fabric           *driver.FabricState
+	Recovered        time.Time // when the driver last said the device is usable again
+	HungCall         string    // the watch's driver call past its deadline on the device
+	replays          []replaySample
+	sources          map[string]string // each source's state: "" watching, else why not
+}
+
+// watchedBy records that the backend's source (its HealthWatching or
+// HealthUnwatched event's Name: "ras", "rocm-smi"; "" for a backend of one
+// source) watches the device, or why not. The device is watched while any
+// source watches it; Why lists the sources that do not, in their order.
+func (d *Device) watchedBy(source, whyNot string) {
+	if d.sources == nil {
+		d.sources = map[string]string{}
+	}
+	d.sources[source] = whyNot
+	d.Watched, d.Why = false, ""
+	var whys []string
+	for _, k := range slices.Sorted(maps.Keys(d.sources)) {
+		if why := d.sources[k]; why == "" {
+			d.Watched = true
+		} else {
+			whys = append(whys, why)
+		}
+	}
+	d.Why = strings.Join(whys, "; ")
 }
 
 // persistenceHint is the advice for a GPU without persistence mode.
@@ -37,9 +69,10 @@ const persistenceHint = "persistence mode is off: the driver tears the GPU down 
 // Watch is one Runtime's health watch over its devices. Its methods are safe
 // for concurrent use.
 type Watch struct {
-	backend string
-	n       int
-	changed func()
+	backend  string
+	n        int
+	changed  func()
+	deadline func() time.Duration // the Runtime's call deadline now; 0 when off
 
 	mu      sync.Mutex // protects following fields
 	devices []Device
@@ -64,8 +97,10 @@ type Watch struct {
 // New returns the watch of n devices of the named backend, not started:
 // every device's health is unknown until Start. changed is called after
 // each change of what the watch knows, with no lock held; it must not block.
-func New(backend string, n int, changed func()) *Watch {
-	w := &Watch{backend: backend, n: n, changed: changed, devices: make([]Device, n)}
+// deadline is the Runtime's call deadline (0 when off), read at each of the
+// watch's driver calls, which it holds to monitorDeadline of it.
+func New(backend string, n int, changed func(), deadline func() time.Duration) *Watch {
+	w := &Watch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n)}
 	for i := range w.devices {
 		w.devices[i] = Device{Ordinal: i, Why: "unknown: the " + backend + " backend does not watch its devices' health"}
 	}
@@ -81,6 +116,7 @@ func (w *Watch) Start(b driver.Backend) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	ctx = driver.WithCallTracker(ctx, tracker{w})
 	done := make(chan struct{})
 	w.mu.Lock()
 	w.cancel, w.done = cancel, done
@@ -108,7 +144,7 @@ func (w *Watch) Start(b driver.Backend) {
 			if !errors.Is(err, driver.ErrNotSupported) {
 				why = "unknown: the health watch failed: " + err.Error()
 			}
-			w.update(-1, func(d *Device) { d.Watched, d.Why = false, why })
+			w.update(-1, func(d *Device) { d.Watched, d.Why, d.sources = false, why, nil })
 		}
 	}()
 }
@@ -146,7 +182,7 @@ func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 	w.abandoned.Store(true)
 	why := "unknown: the health watch was stopped, but its driver call had not returned when the shutdown's time ran out, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
 	for i := range w.devices {
-		w.devices[i].Watched, w.devices[i].Why = false, why
+		w.devices[i].Watched, w.devices[i].Why, w.devices[i].sources = false, why, nil
 	}
 	w.publish()
 	w.mu.Unlock()
@@ -171,12 +207,17 @@ func (w *Watch) apply(ev driver.HealthEvent) {
 		w.Lose(ev.Ordinal, source, &driver.DriverError{Backend: w.backend, Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
 			Message: ev.Message, Hint: ev.Hint, Sticky: true})
 	}
+	now := time.Now()
 	w.update(ev.Ordinal, func(d *Device) {
+		if applyVerdict(d, ev, now) {
+			return
+		}
 		switch ev.Kind {
 		case driver.HealthWatching:
-			d.Watched, d.Why, d.WatchError = true, "", ""
+			d.watchedBy(ev.Name, "")
+			d.WatchError = ""
 		case driver.HealthUnwatched:
-			d.Watched, d.Why = false, ev.Message
+			d.watchedBy(ev.Name, ev.Message)
 		case driver.HealthRead:
 			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
 			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {

@@ -1,0 +1,25 @@
+package driver_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAVerdictIsItsNameInJSONAndNothingElseDecodes(t *testing.T) {
+	for _, v := range []driver.Verdict{driver.VerdictUnknown, driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy} {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.Equal(t, `"`+v.String()+`"`, string(b))
+		var back driver.Verdict
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, v, back)
+	}
+	var zero driver.Verdict
+	assert.Equal(t, "unknown", zero.String(), "the zero value is never healthy")
+	var v driver.Verdict
+	assert.ErrorContains(t, json.Unmarshal([]byte(`"fine"`), &v), `"fine" is not a verdict`)
+}

@@ -1,0 +1,90 @@
+package healthwatch
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/driver"
+)
+
+// MaxMonitorDeadline bounds how long one of the health watch's driver calls
+// may run before the device's health is unknown: however long the Runtime's
+// call deadline, a monitor that says nothing for this long says nothing.
+const MaxMonitorDeadline = 10 * time.Second
+
+// monitorDeadline is the deadline of a watch's driver call: the Runtime's
+// call deadline, at most MaxMonitorDeadline, and MaxMonitorDeadline where
+// the call deadline is off.
+func monitorDeadline(callDeadline time.Duration) time.Duration {
+	if callDeadline <= 0 {
+		return MaxMonitorDeadline
+	}
+	return min(callDeadline, MaxMonitorDeadline)
+}
+
+// tracker is the driver.CallTracker the watch puts in its backend's
+// context: each call arms a timer, which marks the call hung on its device
+// (all devices for ordinal -1) if the call has not ended by then; the call's
+// end disarms it, or, once hung, clears the mark. A timer uses no goroutine
+// while it waits, so the watch costs no CPU between calls.
+type tracker struct{ w *Watch }
+
+var _ driver.CallTracker = tracker{}
+
+// Begin marks the start of call op on device ordinal. Safe for concurrent
+// use; it never blocks.
+func (t tracker) Begin(ordinal int, op string) (end func()) {
+	w := t.w
+	var callDeadline time.Duration
+	if w.deadline != nil {
+		callDeadline = w.deadline()
+	}
+	deadline := monitorDeadline(callDeadline)
+	start := time.Now()
+	var hung atomic.Bool
+	timer := time.AfterFunc(deadline, func() {
+		hung.Store(true)
+		w.markHung(ordinal, op, start, deadline)
+	})
+	return func() {
+		if !timer.Stop() && hung.Load() {
+			w.clearHung(ordinal, op)
+		}
+	}
+}
+
+// markHung records that call op on device ordinal has run past deadline:
+// the device's health is unknown until the call returns, and the watch's
+// error says so, once.
+func (w *Watch) markHung(ordinal int, op string, start time.Time, deadline time.Duration) {
+	w.events.RLock()
+	defer w.events.RUnlock()
+	if w.stopped {
+		return // Stop's own account of a stuck call stands
+	}
+	who := fmt.Sprintf("device %d", ordinal)
+	if ordinal < 0 {
+		who = "every device"
+	}
+	msg := fmt.Sprintf("the health watch's call %s on %s has not returned after %s (its deadline; since %s): the driver may be hung, so the health is unknown (check dmesg for Xid errors, and nvidia-smi or rocm-smi)",
+		op, who, deadline, start.Format(time.TimeOnly))
+	w.update(ordinal, func(d *Device) {
+		d.HungCall, d.WatchError = op, msg
+		d.WatchErrors++
+	})
+}
+
+// clearHung records that the hung call op returned after all.
+func (w *Watch) clearHung(ordinal int, op string) {
+	w.events.RLock()
+	defer w.events.RUnlock()
+	if w.stopped {
+		return
+	}
+	w.update(ordinal, func(d *Device) {
+		if d.HungCall == op {
+			d.HungCall = ""
+		}
+	})
+}
