@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -30,7 +31,7 @@ func ExampleFeed_WatchHealthStatus() {
 		return
 	}
 	// The health watch starts right after init: wait until it watches.
-	for s := rt.Stats(); len(s.Health) < 2 || s.Health[1].Verdict != device.VerdictHealthy; s = rt.Stats() {
+	for s := rt.Stats(); len(s.Health) < 2 || s.Health[1].Verdict != driver.VerdictHealthy; s = rt.Stats() {
 		<-s.Changed
 	}
 

@@ -4,8 +4,9 @@ package drahealth_test
 // helper's own gRPC server, and the kubelet's generated DRAResourceHealth
 // client over a unix socket (internal/kubelettest). The Runtimes are gpuinit's
 // over its simulated backend, whose InjectXid is the event a real NVML watch
-// reports; the stuck watch is fakeSource's (see there), until the Runtime's
-// own watchdog marks a stuck call.
+// reports and whose HangHealthWatch is a watch's driver call that never
+// returns; fakeSource's silent stale state stands for a Source whose stuck
+// watch nobody marks.
 
 import (
 	"context"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/gpuinit/gpuinit/dra/internal/kubelettest"
@@ -134,6 +136,47 @@ func TestKubeletSeesAnXid79OnOneDeviceOnly(t *testing.T) {
 	assert.Equal(t, drahealthv1.HealthStatus_UNHEALTHY, h1)
 }
 
+// TestKubeletSeesAHungWatchCallAsUnknown: the Runtime's health watch stuck
+// in a driver call on device 0 (the simulated driver's, deaf to its
+// context) reaches the kubelet's client as Unknown once the Runtime's
+// monitor deadline has passed, naming the call, and never as Healthy after;
+// device 1 stays Healthy. The call's return makes device 0 Healthy again.
+func TestKubeletSeesAHungWatchCallAsUnknown(t *testing.T) {
+	const deadline = 300 * time.Millisecond // the Runtime's call deadline, and so its watch's
+	f := simFeed(t, drahealth.Options{Timeout: time.Second, Resend: 200 * time.Millisecond})
+	f.rt.SetCallDeadline(deadline)
+	s := kubelettest.Watch(t, f.socket)
+	require.True(t, is(f.ids[0], drahealthv1.HealthStatus_HEALTHY)(s.Next(t, 5*time.Second)))
+
+	hung := time.Now()
+	release := f.sim.HangHealthWatch(0, "nvmlEventSetWait_v2")
+	defer release()
+	read := s.Until(t, 5*time.Second, is(f.ids[0], drahealthv1.HealthStatus_UNKNOWN))
+	took := time.Since(hung)
+	t.Logf("hung call to Unknown on the kubelet's client: %v (deadline %v)", took, deadline)
+	assert.GreaterOrEqual(t, took, deadline, "not before the monitor's deadline")
+	assert.Less(t, took, deadline+time.Second, "before the kubelet's timeout after it")
+	for _, d := range read[len(read)-1].Devices {
+		if d.Device.PoolName+"/"+d.Device.DeviceName == f.ids[0] {
+			assert.Contains(t, d.Message, "nvmlEventSetWait_v2")
+		}
+	}
+	for range 2 { // the re-sends after: still Unknown, device 1 Healthy
+		r := s.Until(t, 5*time.Second, func(r *drahealthv1.NodeWatchResourcesResponse) bool { return len(r.Devices) == 2 })
+		read = append(read, r...)
+	}
+	for _, r := range read {
+		if h, ok := kubelettest.Of(r, f.ids[1]); ok {
+			assert.Equal(t, drahealthv1.HealthStatus_HEALTHY, h, "device 1")
+		}
+	}
+	h0, _ := s.Health(f.ids[0])
+	assert.Equal(t, drahealthv1.HealthStatus_UNKNOWN, h0)
+
+	release()
+	s.Until(t, 5*time.Second, is(f.ids[0], drahealthv1.HealthStatus_HEALTHY))
+}
+
 // TestKubeletSeesAStuckWatchAsUnknown: a watch that gets stuck without a
 // word (fakeSource's silent set, as a watch wedged in a driver call says
 // nothing) reaches the kubelet's client as Unknown before the kubelet's
@@ -151,7 +194,7 @@ func TestKubeletSeesAStuckWatchAsUnknown(t *testing.T) {
 	require.Equal(t, drahealthv1.HealthStatus_HEALTHY, h)
 
 	stuck := time.Now()
-	src.set(drahealth.State{Ordinal: 0, Verdict: device.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
+	src.set(drahealth.State{Ordinal: 0, Verdict: driver.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
 	s.Until(t, 5*time.Second, is(stuckID, drahealthv1.HealthStatus_UNKNOWN))
 	assert.Less(t, time.Since(stuck), time.Second, "before the kubelet's timeout")
 	for range 2 { // the re-sends after

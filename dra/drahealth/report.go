@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 )
 
@@ -20,13 +20,13 @@ const noState = "unknown: gpuinit has no health for this device yet"
 // degraded is what a Degraded device reports.
 func status(s State, degraded kubeletplugin.HealthStatus) (kubeletplugin.HealthStatus, string) {
 	switch {
-	case s.Verdict == device.VerdictUnhealthy:
+	case s.Verdict == driver.VerdictUnhealthy:
 		return kubeletplugin.HealthStatusUnhealthy, message("unhealthy", s.Reason)
 	case s.Stale != "":
 		return kubeletplugin.HealthStatusUnknown, message("unknown", s.Stale+" (its last verdict was "+s.Verdict.String()+")")
-	case s.Verdict == device.VerdictHealthy:
+	case s.Verdict == driver.VerdictHealthy:
 		return kubeletplugin.HealthStatusHealthy, ""
-	case s.Verdict == device.VerdictDegraded:
+	case s.Verdict == driver.VerdictDegraded:
 		return degraded, message("degraded", s.Reason)
 	}
 	return kubeletplugin.HealthStatusUnknown, message("unknown", s.Reason)

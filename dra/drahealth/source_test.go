@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
@@ -49,7 +50,7 @@ func (s *fakeSource) set(st drahealth.State, notify bool) {
 }
 
 func healthy(ordinal int) drahealth.State {
-	return drahealth.State{Ordinal: ordinal, Verdict: device.VerdictHealthy}
+	return drahealth.State{Ordinal: ordinal, Verdict: driver.VerdictHealthy}
 }
 
 // simRuntime is a Runtime over n simulated devices, initialized, with every
@@ -68,7 +69,7 @@ func simRuntime(t testing.TB, n int) (*sim.Backend, *device.Runtime, []device.In
 			return false
 		}
 		for _, h := range s.Health {
-			if h.Verdict != device.VerdictHealthy {
+			if h.Verdict != driver.VerdictHealthy {
 				return false
 			}
 		}
@@ -98,7 +99,7 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 	snap := src.Health()
 	require.Len(t, snap.Devices, 2)
 	for i, s := range snap.Devices {
-		assert.Equal(t, drahealth.State{Ordinal: i, Verdict: device.VerdictHealthy}, s)
+		assert.Equal(t, drahealth.State{Ordinal: i, Verdict: driver.VerdictHealthy}, s)
 	}
 
 	b.InjectXid(1, 79)
@@ -107,9 +108,9 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Changed was never closed after an Xid 79")
 	}
-	waitStats(t, rt, func(s device.Stats) bool { return s.Health[1].Verdict == device.VerdictUnhealthy })
+	waitStats(t, rt, func(s device.Stats) bool { return s.Health[1].Verdict == driver.VerdictUnhealthy })
 	lost := src.Health().Devices[1]
-	assert.Equal(t, device.VerdictUnhealthy, lost.Verdict)
+	assert.Equal(t, driver.VerdictUnhealthy, lost.Verdict)
 	assert.Contains(t, lost.Reason, "FALLEN_OFF_THE_BUS")
 	assert.Empty(t, lost.Stale)
 

@@ -1,7 +1,7 @@
 package drahealth
 
 import (
-	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -26,11 +26,11 @@ const TaintKey = "gpuinit.io/health"
 func TaintFor(s State) (resourceapi.DeviceTaint, bool) {
 	t := resourceapi.DeviceTaint{Key: TaintKey}
 	switch {
-	case s.Verdict == device.VerdictUnhealthy:
+	case s.Verdict == driver.VerdictUnhealthy:
 		t.Value, t.Effect = "unhealthy", resourceapi.DeviceTaintEffectNoExecute
-	case s.Stale != "" || s.Verdict == device.VerdictUnknown:
+	case s.Stale != "" || s.Verdict == driver.VerdictUnknown:
 		t.Value, t.Effect = "unknown", resourceapi.DeviceTaintEffectNone
-	case s.Verdict == device.VerdictDegraded:
+	case s.Verdict == driver.VerdictDegraded:
 		t.Value, t.Effect = "degraded", resourceapi.DeviceTaintEffectNoSchedule
 	default:
 		return resourceapi.DeviceTaint{}, false
@@ -63,7 +63,7 @@ func (f *Feed) Taint(pool string, devices []resourceapi.Device) {
 		}
 		s, ok := states[ordinal]
 		if !ok {
-			s = State{Ordinal: ordinal, Verdict: device.VerdictUnknown}
+			s = State{Ordinal: ordinal, Verdict: driver.VerdictUnknown}
 		}
 		if t, ok := TaintFor(s); ok {
 			kept = append(kept, t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/gpuinit/gpuinit/dra/internal/kubelettest"
@@ -28,7 +29,7 @@ func sims(t *testing.T) (*sim.Backend, *device.Runtime) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, rt.Init(ctx))
-	for s := rt.Stats(); len(s.Health) < 2 || s.Health[0].Verdict != device.VerdictHealthy || s.Health[1].Verdict != device.VerdictHealthy; s = rt.Stats() {
+	for s := rt.Stats(); len(s.Health) < 2 || s.Health[0].Verdict != driver.VerdictHealthy || s.Health[1].Verdict != driver.VerdictHealthy; s = rt.Stats() {
 		select {
 		case <-s.Changed:
 		case <-ctx.Done():

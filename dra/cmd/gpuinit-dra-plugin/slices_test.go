@@ -18,7 +18,7 @@ type unhealthyAll []device.Info
 func (u unhealthyAll) Health() drahealth.Snapshot {
 	var s drahealth.Snapshot
 	for _, d := range u {
-		s.Devices = append(s.Devices, drahealth.State{Ordinal: d.Ordinal, Verdict: device.VerdictUnhealthy})
+		s.Devices = append(s.Devices, drahealth.State{Ordinal: d.Ordinal, Verdict: driver.VerdictUnhealthy})
 	}
 	return s
 }
