@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,27 +65,47 @@ func awaitSlice(t *testing.T, w watch.Interface, want map[string][]resourceapi.D
 	}
 }
 
+// running is the plugin's run over two simulated GPUs, a fake clientset
+// whose ResourceSlices the test watches, and the kubelet's health client.
+type running struct {
+	gpus     *sim.Backend
+	slices   watch.Interface
+	stream   *kubelettest.Stream
+	cancel   context.CancelFunc
+	returned chan error
+	first    *resourceapi.ResourceSlice // as first published
+}
+
+// The simulated GPUs' names, by UUID.
+const gpu0, gpu1 = "gpu-5e1d0c0a-9a7f-4b6e-8d2c-000000000000", "gpu-5e1d0c0a-9a7f-4b6e-8d2c-000000000001"
+
+func startPlugin(t *testing.T) *running {
+	gpus, rt := sims(t)
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kubelettest.NodeName, UID: "node-a-uid"}})
+	slices, err := client.ResourceV1().ResourceSlices().Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(slices.Stop)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &running{gpus: gpus, slices: slices, cancel: cancel, returned: make(chan error, 1)}
+	go func() {
+		r.returned <- run(ctx, rt, client, config{driverName: kubelettest.DriverName, nodeName: kubelettest.NodeName,
+			pluginDir: dir, registrarDir: dir, timeout: drahealth.DefaultTimeout})
+	}()
+	r.first = awaitSlice(t, slices, map[string][]resourceapi.DeviceTaint{gpu0: nil, gpu1: nil})
+	r.stream = kubelettest.Watch(t, filepath.Join(dir, "dra.sock"))
+	assert.Len(t, r.stream.Next(t, 5*time.Second).Devices, 2, "the first report covers every device")
+	return r
+}
+
 // TestPluginPublishesAndServesTheGPUs: the plugin publishes both simulated
 // GPUs in the node's pool, with their attributes; an Xid 79 on one taints it
 // NoExecute in the slice and makes it Unhealthy on the kubelet's stream;
 // cancelling run ends the stream and returns nil.
 func TestPluginPublishesAndServesTheGPUs(t *testing.T) {
-	gpus, rt := sims(t)
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kubelettest.NodeName, UID: "node-a-uid"}})
-	slices, err := client.ResourceV1().ResourceSlices().Watch(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	defer slices.Stop()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	returned := make(chan error, 1)
-	go func() {
-		returned <- run(ctx, rt, client, config{driverName: kubelettest.DriverName, nodeName: kubelettest.NodeName,
-			pluginDir: dir, registrarDir: dir, timeout: drahealth.DefaultTimeout})
-	}()
-
-	const gpu0, gpu1 = "gpu-5e1d0c0a-9a7f-4b6e-8d2c-000000000000", "gpu-5e1d0c0a-9a7f-4b6e-8d2c-000000000001"
-	slice := awaitSlice(t, slices, map[string][]resourceapi.DeviceTaint{gpu0: nil, gpu1: nil})
+	r := startPlugin(t)
+	slice := r.first
 	assert.Equal(t, kubelettest.DriverName, slice.Spec.Driver)
 	assert.Equal(t, kubelettest.NodeName, slice.Spec.Pool.Name)
 	require.NotNil(t, slice.Spec.NodeName)
@@ -96,28 +117,49 @@ func TestPluginPublishesAndServesTheGPUs(t *testing.T) {
 	memory := slice.Spec.Devices[0].Capacity["memory"].Value
 	assert.Equal(t, int64(80<<30), memory.Value())
 
-	stream := kubelettest.Watch(t, filepath.Join(dir, "dra.sock"))
-	first := stream.Next(t, 5*time.Second)
-	assert.Len(t, first.Devices, 2)
-
-	gpus.InjectXid(1, 79)
-	awaitSlice(t, slices, map[string][]resourceapi.DeviceTaint{gpu0: nil, gpu1: {{Key: drahealth.TaintKey, Value: "unhealthy",
+	r.gpus.InjectXid(1, 79)
+	awaitSlice(t, r.slices, map[string][]resourceapi.DeviceTaint{gpu0: nil, gpu1: {{Key: drahealth.TaintKey, Value: "unhealthy",
 		Effect: resourceapi.DeviceTaintEffectNoExecute}}})
-	stream.Until(t, 5*time.Second, func(r *drahealthv1.NodeWatchResourcesResponse) bool {
-		h, ok := kubelettest.Of(r, kubelettest.NodeName+"/"+gpu1)
+	r.stream.Until(t, 5*time.Second, func(resp *drahealthv1.NodeWatchResourcesResponse) bool {
+		h, ok := kubelettest.Of(resp, kubelettest.NodeName+"/"+gpu1)
 		return ok && h == drahealthv1.HealthStatus_UNHEALTHY
 	})
-	h0, _ := stream.Health(kubelettest.NodeName + "/" + gpu0)
+	h0, _ := r.stream.Health(kubelettest.NodeName + "/" + gpu0)
 	assert.Equal(t, drahealthv1.HealthStatus_HEALTHY, h0)
 
-	cancel()
+	r.cancel()
 	select {
-	case err := <-returned:
+	case err := <-r.returned:
 		assert.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after its ctx ended")
 	}
-	assert.Error(t, stream.Ended(t, 5*time.Second), "the stream ends with the plugin")
+	assert.Error(t, r.stream.Ended(t, 5*time.Second), "the stream ends with the plugin")
+}
+
+// TestPluginTaintsADegradedGPUNoSchedule: a pending row remap (Degraded)
+// taints the GPU NoSchedule and leaves it Healthy on the kubelet's stream,
+// with the reason in the message.
+func TestPluginTaintsADegradedGPUNoSchedule(t *testing.T) {
+	r := startPlugin(t)
+	r.gpus.InjectHealthEvent(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthRemap, Action: driver.HealthDegrade,
+		Message: "a row remap is pending: reset the GPU to apply it", At: time.Now()})
+	awaitSlice(t, r.slices, map[string][]resourceapi.DeviceTaint{gpu1: nil, gpu0: {{Key: drahealth.TaintKey, Value: "degraded",
+		Effect: resourceapi.DeviceTaintEffectNoSchedule}}})
+	read := r.stream.Until(t, 5*time.Second, func(resp *drahealthv1.NodeWatchResourcesResponse) bool {
+		for _, d := range resp.Devices {
+			if d.Device.DeviceName == gpu0 && strings.HasPrefix(d.Message, "degraded: ") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, d := range read[len(read)-1].Devices {
+		if d.Device.DeviceName == gpu0 {
+			assert.Equal(t, drahealthv1.HealthStatus_HEALTHY, d.Health)
+			assert.Equal(t, "degraded: row-remap: a row remap is pending: reset the GPU to apply it", d.Message)
+		}
+	}
 }
 
 // TestPluginPreparesNoClaims: each claim fails, saying why; unpreparing
