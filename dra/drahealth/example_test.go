@@ -55,3 +55,18 @@ func ExampleFeed_WatchHealthStatus() {
 	// node-a/gpu-5e1d0c0a-9a7f-4b6e-8d2c-000000000001: Unhealthy, fallen off the bus: true
 	// returned: <nil>
 }
+
+// A driver taints its devices by their verdicts when it publishes its
+// ResourceSlices: a lost GPU evicts its pods, a degraded one takes no new
+// ones, an unknown one only says so.
+func ExampleTaintFor() {
+	for _, v := range []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy, driver.VerdictUnknown} {
+		t, ok := drahealth.TaintFor(drahealth.State{Verdict: v})
+		fmt.Printf("%s: %t %s=%s:%s\n", v, ok, t.Key, t.Value, t.Effect)
+	}
+	// Output:
+	// healthy: false =:
+	// degraded: true gpuinit.io/health=degraded:NoSchedule
+	// unhealthy: true gpuinit.io/health=unhealthy:NoExecute
+	// unknown: true gpuinit.io/health=unknown:None
+}

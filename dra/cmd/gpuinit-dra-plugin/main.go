@@ -2,8 +2,8 @@
 // the node's GPUs (NVIDIA's or AMD's, MIG slices as devices of their own) as
 // ResourceSlices, tainted by their health, and serves their health to the
 // kubelet's DRAResourceHealth stream, from a gpuinit Runtime's health watch.
-// It prepares no claims: it has no CDI specs. Its DaemonSet is
-// deploy/kubernetes/dra-plugin.yaml.
+// It prepares no claims: it has no CDI specs. Its DaemonSet, RBAC and
+// DeviceClass are in deploy/kubernetes/dra.
 //
 //	gpuinit-dra-plugin -node-name=$NODE_NAME [-driver-name=gpu.gpuinit.io]
 //
