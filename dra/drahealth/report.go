@@ -22,6 +22,8 @@ func status(s State, degraded kubeletplugin.HealthStatus) (kubeletplugin.HealthS
 	switch {
 	case s.Verdict == driver.VerdictUnhealthy:
 		return kubeletplugin.HealthStatusUnhealthy, message("unhealthy", s.Reason)
+	case s.Stale != "" && s.Verdict == driver.VerdictUnknown:
+		return kubeletplugin.HealthStatusUnknown, message("unknown", s.Stale)
 	case s.Stale != "":
 		return kubeletplugin.HealthStatusUnknown, message("unknown", s.Stale+" (its last verdict was "+s.Verdict.String()+")")
 	case s.Verdict == driver.VerdictHealthy:
