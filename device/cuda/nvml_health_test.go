@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/health"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +192,141 @@ func TestChildHungCallTracked(t *testing.T) {
 	} else {
 		assert.Equal(t, -1, open[0].ordinal, "a call about no one device")
 	}
+}
+
+// TestVerdictsThroughARuntime: over the fake NVML, each of the driver's own
+// signals on device 1 reaches its verdict, readiness and status, within
+// 100 ms of an event or one counters read of a polled state, and where the
+// driver clears it, clears; device 0 stays healthy. A hung counters read
+// hangs on device 0, read first, whose health turns unknown, naming it.
+func TestVerdictsThroughARuntime(t *testing.T) {
+	env, _ := fake(t, fakedriver.CUDA)
+	env = slices.Clip(env)
+	nvml := fakedriver.Build(t, fakedriver.NVML)
+	for _, c := range []struct {
+		name, lines, verdict, ready, clear string
+		polled                             bool
+	}{
+		{name: "a recovery action of reset loses the device", lines: "recovery %s 1", verdict: "unhealthy", ready: "no"},
+		{name: "a reboot too", lines: "recovery %s 2", verdict: "unhealthy", ready: "no"},
+		{name: "a drain degrades it", lines: "recovery %s 3", verdict: "degraded", ready: "yes", clear: "recovery %s 0"},
+		{name: "the GPU unavailable loses it", lines: "unavailable %s", verdict: "unhealthy", ready: "no"},
+		{name: "a pending remap degrades it until a reset applies it", lines: "remap-pending %s 1", verdict: "degraded", ready: "yes",
+			clear: "remap-pending %s 0", polled: true},
+		{name: "a failed remap loses it", lines: "remap-failed %s 1", verdict: "unhealthy", ready: "no", polled: true},
+		{name: "a fabric at limited capacity degrades it", lines: "fabric %s 3 0 3", verdict: "degraded", ready: "yes",
+			clear: "fabric %s 3 0 1", polled: true},
+		{name: "a fabric that failed to register loses it", lines: "fabric %s 3 999 1", verdict: "unhealthy", ready: "no", polled: true},
+		{name: "a hung counters read makes the health unknown, naming the call", lines: "hang-call nvmlDeviceGetPcieReplayCounter",
+			verdict: "unknown", ready: "yes", polled: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each child has its own fakes' files, and mostly waits in NVML
+			events := filepath.Join(t.TempDir(), "events")
+			require.NoError(t, os.WriteFile(events, nil, 0o644))
+			runChild(t, "TestChildVerdict", append(env, EnvNVMLLibrary+"="+nvml, envEvents+"="+events,
+				"GPUINIT_FAKE_NVML_FABRIC=3 0 1 0", "CASE_LINES="+c.lines, "CASE_VERDICT="+c.verdict, "CASE_READY="+c.ready,
+				"CASE_CLEAR="+c.clear, fmt.Sprintf("CASE_POLLED=%v", c.polled))...)
+		})
+	}
+}
+
+func TestChildVerdict(t *testing.T) {
+	child(t)
+	countersEvery = 20 * time.Millisecond // after each wait
+	r, _ := watchedRuntime(t)
+	r.SetCallDeadline(200 * time.Millisecond) // the monitor's calls are held to it
+	h := health.New(r, health.WithLogger(slog.New(slog.DiscardHandler)))
+	defer h.Close()
+	infos, err := r.Devices(context.Background())
+	require.NoError(t, err)
+	// The signal is on device 1; a hung call is on the first device the
+	// watch reads after it, device 0.
+	want := os.Getenv("CASE_VERDICT")
+	on, other := 1, 0
+	if want == "unknown" {
+		on, other = 0, 1
+	}
+	until := func(what string, ok func(device.DeviceHealth) bool) time.Duration {
+		t.Helper()
+		start, timeout := time.Now(), time.After(10*time.Second)
+		for {
+			st := r.Stats()
+			if len(st.Health) == 2 && ok(st.Health[on]) {
+				return time.Since(start)
+			}
+			select {
+			case <-st.Changed:
+			case <-timeout:
+				t.Fatalf("never %s: %+v", what, st.Health)
+			}
+		}
+	}
+	until("healthy", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy && d.Counters != nil })
+	line := func(format string) string {
+		if strings.Contains(format, "%s") {
+			return fmt.Sprintf(format, infos[1].UUID)
+		}
+		return format
+	}
+	appendEvents(t, line(os.Getenv("CASE_LINES"))+"\n")
+	took := until(want, func(d device.DeviceHealth) bool { return d.Verdict.String() == want })
+	bound := 100 * time.Millisecond
+	if os.Getenv("CASE_POLLED") == "true" {
+		// A polled state shows at the counters read after the wait that
+		// takes its line: at most two waits of a second on a loaded machine.
+		bound += 2 * (time.Second + countersEvery)
+	}
+	if want == "unknown" {
+		bound += 200 * time.Millisecond // the monitor's deadline
+	}
+	t.Logf("from the signal to the verdict: %v", took)
+	assert.Less(t, took, bound)
+	ready, why := h.Readiness()
+	assert.Equal(t, os.Getenv("CASE_READY") == "yes", ready, why)
+	st := h.Snapshot()
+	require.Len(t, st.Devices, 2)
+	assert.Equal(t, want, st.Devices[on].Health.Verdict.String(), "the status says it")
+	assert.Equal(t, driver.VerdictHealthy, st.Devices[other].Health.Verdict, "the other device is untouched")
+	if want == "unknown" {
+		assert.Equal(t, "nvmlDeviceGetPcieReplayCounter", st.Devices[on].Health.HungCall)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		assert.ErrorContains(t, r.Shutdown(ctx), "abandoning the health watch, in its driver call")
+		assert.Less(t, time.Since(start), 3*time.Second, "shutdown within its bound")
+		assert.True(t, r.Stats().HealthWatchAbandoned)
+		return
+	}
+	if c := os.Getenv("CASE_CLEAR"); c != "" {
+		appendEvents(t, line(c)+"\n")
+		until("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy })
+	}
+}
+
+// TestTheWatchUsesLittleCPUWhileNothingHappens measures the NVML watch's CPU
+// use per device per minute on a quiet host: its waits (a second each) and
+// its counters reads (every 30 s), over a fake that waits without spinning.
+func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
+	env, _ := fake(t, fakedriver.CUDA)
+	events := filepath.Join(t.TempDir(), "events")
+	require.NoError(t, os.WriteFile(events, nil, 0o644))
+	out := runChild(t, "TestChildWatchCPU", append(slices.Clip(env), EnvNVMLLibrary+"="+fakedriver.Build(t, fakedriver.NVML),
+		envEvents+"="+events, "GPUINIT_FAKE_NVML_POLL_MS=1000")...)
+	if i := strings.Index(out, "watch CPU per device per minute:"); i >= 0 {
+		t.Log(strings.SplitN(out[i:], "\n", 2)[0])
+	}
+}
+
+func TestChildWatchCPU(t *testing.T) {
+	child(t)
+	r, _ := watchedRuntime(t)
+	const window = 3 * time.Second
+	before := childtest.CPUTime(t)
+	time.Sleep(window) // the measurement's window: nothing happens in it
+	used := childtest.CPUTime(t) - before
+	n := len(r.Stats().Health)
+	perDeviceMinute := used * time.Duration(time.Minute/window) / time.Duration(n)
+	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, n)
+	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
 }
