@@ -217,16 +217,21 @@ func TestVerdictsThroughARuntime(t *testing.T) {
 		{name: "a fabric at limited capacity degrades it", lines: "fabric %s 3 0 3", verdict: "degraded", ready: "yes",
 			clear: "fabric %s 3 0 1", polled: true},
 		{name: "a fabric that failed to register loses it", lines: "fabric %s 3 999 1", verdict: "unhealthy", ready: "no", polled: true},
+		{name: "a PCIe replay storm degrades it", lines: "replays %s 1000", verdict: "degraded", ready: "yes", polled: true},
 		{name: "a hung counters read makes the health unknown, naming the call", lines: "hang-call nvmlDeviceGetPcieReplayCounter",
 			verdict: "unknown", ready: "yes", polled: true},
+		{name: "a hung event wait too", lines: "hang-call nvmlEventSetWait_v2", verdict: "unknown", ready: "yes", polled: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each child has its own fakes' files, and mostly waits in NVML
 			events := filepath.Join(t.TempDir(), "events")
 			require.NoError(t, os.WriteFile(events, nil, 0o644))
-			runChild(t, "TestChildVerdict", append(env, EnvNVMLLibrary+"="+nvml, envEvents+"="+events,
+			out := runChild(t, "TestChildVerdict", append(env, EnvNVMLLibrary+"="+nvml, envEvents+"="+events,
 				"GPUINIT_FAKE_NVML_FABRIC=3 0 1 0", "CASE_LINES="+c.lines, "CASE_VERDICT="+c.verdict, "CASE_READY="+c.ready,
 				"CASE_CLEAR="+c.clear, fmt.Sprintf("CASE_POLLED=%v", c.polled))...)
+			if i := strings.Index(out, "from the signal to the verdict:"); i >= 0 {
+				t.Log(strings.SplitN(out[i:], "\n", 2)[0])
+			}
 		})
 	}
 }
@@ -287,9 +292,14 @@ func TestChildVerdict(t *testing.T) {
 	st := h.Snapshot()
 	require.Len(t, st.Devices, 2)
 	assert.Equal(t, want, st.Devices[on].Health.Verdict.String(), "the status says it")
-	assert.Equal(t, driver.VerdictHealthy, st.Devices[other].Health.Verdict, "the other device is untouched")
+	hung := strings.TrimPrefix(os.Getenv("CASE_LINES"), "hang-call ")
+	if hung == "nvmlEventSetWait_v2" { // a call about no one device: both are unknown
+		assert.Equal(t, driver.VerdictUnknown, st.Devices[other].Health.Verdict, "the wait is every device's")
+	} else {
+		assert.Equal(t, driver.VerdictHealthy, st.Devices[other].Health.Verdict, "the other device is untouched")
+	}
 	if want == "unknown" {
-		assert.Equal(t, "nvmlDeviceGetPcieReplayCounter", st.Devices[on].Health.HungCall)
+		assert.Equal(t, hung, st.Devices[on].Health.HungCall)
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
