@@ -159,7 +159,9 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 	w.readAll(byHandle)
 	lastRead := time.Now()
 	for w.ctx.Err() == nil {
-		end := w.call(-1, "nvmlEventSetWait_v2")
+		// The wait blocks for up to waitMillis by design: the deadline
+		// starts after it.
+		end := driver.TrackWait(w.ctx, -1, "nvmlEventSetWait_v2", waitMillis*time.Millisecond)
 		e := C.gpuinit_nvmlWait(set, waitMillis)
 		end()
 		switch e.r {

@@ -85,7 +85,7 @@ type trackedCall struct {
 	ended   bool
 }
 
-func (r *recorder) Begin(ordinal int, op string) func() {
+func (r *recorder) Begin(ordinal int, op string, _ time.Duration) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := &trackedCall{ordinal: ordinal, op: op}

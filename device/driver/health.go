@@ -21,21 +21,23 @@ type HealthWatcher interface {
 	// waits until its ctx ends, then abandons a watch still in a
 	// driver call, and ignores what it reports from ctx's end on.
 	//
-	// Every call it makes into a vendor library (the library's init, an
-	// event wait, a counters read) goes through TrackCall with ctx, so that
-	// the Runtime holds it to a deadline: a call that hangs makes the
-	// devices' health unknown, naming the call, and never blocks a status,
-	// readiness or shutdown.
+	// Every call it makes into a vendor library (the library's init, a
+	// counters read) goes through TrackCall with ctx; an event wait goes
+	// through TrackWait with its timeout. So the Runtime holds each to a
+	// deadline: a call that hangs makes the devices' health unknown, naming
+	// the call, and never blocks a status, readiness or shutdown.
 	WatchHealth(ctx context.Context, report func(HealthEvent)) error
 }
 
 // CallTracker holds a health watch's calls into the driver to a deadline. A
 // Runtime puts one in the context it gives WatchHealth.
 type CallTracker interface {
-	// Begin marks the start of call op ("nvmlEventSetWait_v2") on device
-	// ordinal (-1 for a call about no one device); the returned func marks
-	// its end. Safe for concurrent use; it never blocks.
-	Begin(ordinal int, op string) (end func())
+	// Begin marks the start of call op ("nvmlDeviceGetFieldValues") on
+	// device ordinal (-1 for a call about no one device); the returned func
+	// marks its end. waits is how long the call blocks by design (an event
+	// wait's own timeout), which the deadline comes on top of; 0 for a call
+	// that should return at once. Safe for concurrent use; it never blocks.
+	Begin(ordinal int, op string, waits time.Duration) (end func())
 }
 
 type callTrackerKey struct{}
@@ -53,8 +55,16 @@ func WithCallTracker(ctx context.Context, t CallTracker) context.Context {
 //	r := C.gpuinit_nvmlFieldValues(...)
 //	end()
 func TrackCall(ctx context.Context, ordinal int, op string) (end func()) {
+	return TrackWait(ctx, ordinal, op, 0)
+}
+
+// TrackWait is TrackCall for a call that blocks by design for up to waits,
+// an event wait with its own timeout ("nvmlEventSetWait_v2" for a second):
+// the deadline starts once waits has passed, so that a quiet wait is never
+// taken for a hung one.
+func TrackWait(ctx context.Context, ordinal int, op string, waits time.Duration) (end func()) {
 	if t, ok := ctx.Value(callTrackerKey{}).(CallTracker); ok {
-		return t.Begin(ordinal, op)
+		return t.Begin(ordinal, op, waits)
 	}
 	return func() {}
 }

@@ -153,7 +153,10 @@ func (w *smiWatch) start(ctx context.Context, ordinal int, index uint32) string 
 // reported as a watch error, and the next wait tries again.
 func (w *smiWatch) wait(ctx context.Context, ms int, report func(driver.HealthEvent)) {
 	var n, r int
-	call(ctx, -1, "rsmi_event_notification_get", func() int { n, r = smiEventGet(ms, w.buf, smiRoom); return r })
+	// The get blocks for up to ms by design: the deadline starts after it.
+	end := driver.TrackWait(ctx, -1, "rsmi_event_notification_get", time.Duration(ms)*time.Millisecond)
+	n, r = smiEventGet(ms, w.buf, smiRoom)
+	end()
 	switch r {
 	case 0:
 	case rsmiNoData:

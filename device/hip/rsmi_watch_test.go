@@ -46,7 +46,7 @@ type tracked struct {
 	ended   bool
 }
 
-func (r *recorder) Begin(ordinal int, op string) func() {
+func (r *recorder) Begin(ordinal int, op string, _ time.Duration) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := len(r.calls)

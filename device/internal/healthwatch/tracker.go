@@ -32,9 +32,10 @@ type tracker struct{ w *Watch }
 
 var _ driver.CallTracker = tracker{}
 
-// Begin marks the start of call op on device ordinal. Safe for concurrent
-// use; it never blocks.
-func (t tracker) Begin(ordinal int, op string) (end func()) {
+// Begin marks the start of call op on device ordinal, which may block by
+// design for waits before its deadline starts. Safe for concurrent use; it
+// never blocks.
+func (t tracker) Begin(ordinal int, op string, waits time.Duration) (end func()) {
 	w := t.w
 	var callDeadline time.Duration
 	if w.deadline != nil {
@@ -43,9 +44,9 @@ func (t tracker) Begin(ordinal int, op string) (end func()) {
 	deadline := monitorDeadline(callDeadline)
 	start := time.Now()
 	var hung atomic.Bool
-	timer := time.AfterFunc(deadline, func() {
+	timer := time.AfterFunc(max(waits, 0)+deadline, func() {
 		hung.Store(true)
-		w.markHung(ordinal, op, start, deadline)
+		w.markHung(ordinal, op, start, max(waits, 0)+deadline)
 	})
 	return func() {
 		if !timer.Stop() && hung.Load() {

@@ -28,7 +28,7 @@ func TestAMonitorCallPastItsDeadlineMarksItsDevicesUntilItReturns(t *testing.T) 
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := New("sim", 2, func() {}, func() time.Duration { return c.callDeadline })
-				end := tracker{w}.Begin(c.ordinal, "nvmlEventSetWait_v2")
+				end := tracker{w}.Begin(c.ordinal, "nvmlEventSetWait_v2", 0)
 				time.Sleep(c.held - time.Millisecond)
 				synctest.Wait()
 				for _, d := range w.Devices() {
@@ -65,7 +65,7 @@ func TestAMonitorCallThatReturnsInTimeMarksNothing(t *testing.T) {
 		var changes int
 		w := New("sim", 1, func() { changes++ }, func() time.Duration { return time.Second })
 		for range 100 {
-			end := tracker{w}.Begin(0, "nvmlDeviceGetFieldValues")
+			end := tracker{w}.Begin(0, "nvmlDeviceGetFieldValues", 0)
 			time.Sleep(900 * time.Millisecond)
 			end()
 		}
@@ -109,5 +109,20 @@ func TestTheWatchsContextCarriesTheTrackerAndStopKeepsItsOwnAccount(t *testing.T
 		d := w.Devices()[0]
 		assert.Contains(t, d.Why, "abandoned")
 		assert.Equal(t, "rsmi_event_notification_get", d.HungCall, "a late return after Stop changes nothing")
+	})
+}
+
+func TestAWaitsOwnTimeoutComesBeforeItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := New("cuda", 1, func() {}, func() time.Duration { return 300 * time.Millisecond })
+		end := tracker{w}.Begin(0, "nvmlEventSetWait_v2", time.Second)
+		time.Sleep(time.Second + 299*time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, w.Devices()[0].HungCall, "a second's quiet wait, within its deadline after it")
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, "nvmlEventSetWait_v2", w.Devices()[0].HungCall, "past its timeout and its deadline")
+		assert.Contains(t, w.Devices()[0].WatchError, "1.3s")
+		end()
 	})
 }

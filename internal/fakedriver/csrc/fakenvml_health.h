@@ -108,8 +108,8 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 	// the watch, not the fake.
 	const char *p = getenv("GPUINIT_FAKE_NVML_POLL_MS");
 	unsigned int poll = p && atoi(p) > 0 ? (unsigned int)atoi(p) : 2;
-	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000};
-	for (unsigned int waited = 0;; waited += poll) {
+	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000}, start = {0, 0};
+	for (unsigned long waited = fake_elapsed_ms(&start);; waited = fake_elapsed_ms(&start)) {
 		char line[256], kind[32], uuid[96];
 		unsigned long long code = 0;
 		while (next_event(line, sizeof line)) {

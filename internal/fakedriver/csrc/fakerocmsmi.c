@@ -258,8 +258,8 @@ rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *d
 	// the watch, not the fake.
 	int poll = envint("GPUINIT_FAKE_RSMI_POLL_MS", 2);
 	if (poll < 1) poll = 1;
-	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000};
-	for (int waited = 0;; waited += poll) {
+	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000}, start = {0, 0};
+	for (long waited = (long)fake_elapsed_ms(&start);; waited = (long)fake_elapsed_ms(&start)) {
 		char line[512];
 		while (*num < room && next_event(line, sizeof line)) {
 			if (strncmp(line, "hang", 4) == 0) {
