@@ -97,3 +97,12 @@ func TestReentryWithinPackage(t *testing.T) {
 	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/local")
 }
+
+// TestDependencyDefaults proves that a dependency's field, filled by its
+// constructor with its own default and changed only through its setter, is
+// not from outside where the module never calls the setter with code from
+// outside (quiet), and is where a package of the module does (loud, through
+// setter).
+func TestDependencyDefaults(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/ws", "wsuser/quiet", "wsuser/setter", "wsuser/loud")
+}
