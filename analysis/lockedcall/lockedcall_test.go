@@ -106,3 +106,12 @@ func TestReentryWithinPackage(t *testing.T) {
 func TestDependencyDefaults(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/ws", "wsuser/quiet", "wsuser/setter", "wsuser/loud")
 }
+
+// TestUnimportableExports proves that a command's exported hooks, variables
+// and functions, which no other package can import, are its own (tool), and
+// that the same shape in an importable package is its API, from outside
+// (hooks).
+func TestUnimportableExports(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "exported/cmd/tool", "exported/hooks")
+}
