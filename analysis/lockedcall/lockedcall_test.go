@@ -111,6 +111,11 @@ func TestDependencyDefaults(t *testing.T) {
 // and functions, which no other package can import, are its own (tool), and
 // that the same shape in an importable package is its API, from outside
 // (hooks).
+func TestEnvTables(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "envtable")
+}
+
 func TestUnimportableExports(t *testing.T) {
 	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "exported/cmd/tool", "exported/hooks")
