@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
 	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil), (*Acquires)(nil)},
+	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil), (*Acquires)(nil), (*FieldSetter)(nil), (*SetterCalls)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -80,6 +80,8 @@ type checker struct {
 	heldSites        map[ssa.Instruction]siteLock    // static calls of the package's functions made holding a lock
 	exporting        bool                            // exportHooks is asking: an unset hook may still be exported
 	outsideHooks     map[HookRef]bool                // hooks that imported packages set from outside; built on first use
+	fieldSetters     map[*types.Func]*FieldSetter    // the package's setters of defaulted fields (defaults.go)
+	setterSet        setters                         // setters called here and below; built on first use
 
 	// For internal packages (sources.go, obligation.go, obligcheck.go).
 	sourceMemo    map[sourceKey]sourced
@@ -151,6 +153,7 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, fn := range funcs {
 		c.exportSummary(fn)
 	}
+	c.exportFieldSetters()
 	helpers := c.lockedHelpers()
 	findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
 	findings = c.deferToCallers(findings)
@@ -165,6 +168,7 @@ func run(pass *analysis.Pass) (any, error) {
 		c.exportAcquires(funcs)
 		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not
 		c.exportOutsideHooks()
+		c.exportSetterCalls()
 	}
 	return nil, nil
 }

@@ -141,11 +141,14 @@ func (c *checker) classifyDepth(v ssa.Value, ctx *funcCtx, seen map[ssa.Value]bo
 		}
 		return callee{out: fromField}
 	case *ssa.Lookup:
-		if c.mapHoldsVisible(v.X) {
+		if c.mapHoldsVisible(v.X) || c.tableVisible(v.X) {
 			return callee{}
 		}
 		return callee{out: fromElement}
 	case *ssa.Index:
+		if c.tableVisible(v.X) {
+			return callee{}
+		}
 		return callee{out: fromElement}
 	case *ssa.Call:
 		return c.classifyResult(v, 0, ctx, seen, depth)
@@ -154,12 +157,12 @@ func (c *checker) classifyDepth(v ssa.Value, ctx *funcCtx, seen map[ssa.Value]bo
 		case *ssa.Call:
 			return c.classifyResult(t, v.Index, ctx, seen, depth)
 		case *ssa.Lookup:
-			if c.mapHoldsVisible(t.X) {
+			if c.mapHoldsVisible(t.X) || c.tableVisible(t.X) {
 				return callee{}
 			}
 			return callee{out: fromElement}
 		case *ssa.Next:
-			if r, ok := t.Iter.(*ssa.Range); ok && v.Index == 2 && c.mapHoldsVisible(r.X) {
+			if r, ok := t.Iter.(*ssa.Range); ok && v.Index == 2 && (c.mapHoldsVisible(r.X) || c.tableVisible(r.X)) {
 				return callee{}
 			}
 			return callee{out: fromElement}
@@ -208,6 +211,9 @@ func (c *checker) classifyLoad(addr ssa.Value, ctx *funcCtx, seen map[ssa.Value]
 		}
 		return callee{out: fromField}
 	case *ssa.IndexAddr:
+		if c.tableVisible(a.X) {
+			return callee{}
+		}
 		if elems, ok := localSliceElems(a.X, 0); ok {
 			var out callee
 			for _, e := range elems {

@@ -30,6 +30,10 @@ type Callback struct {
 	Origin int      // the origin of the value where it is called
 	Text   string   // the called value, as the function's package spells it
 	Chain  []string // the functions called on the way, ending with the call
+	// Default says that the field called holds its package's own code
+	// unless one of SetBy (types.Func.FullName) is called: its setters.
+	Default bool
+	SetBy   []string
 }
 
 // AFact marks CallSummary as an analysis fact.
@@ -44,7 +48,11 @@ func (f *CallSummary) String() string {
 		if len(cb.Steps) > 0 {
 			where += " field " + strings.Join(cb.Steps, ".")
 		}
-		parts = append(parts, "calls "+where+" ("+strings.Join(cb.Chain, " → ")+")")
+		text := "calls " + where + " (" + strings.Join(cb.Chain, " → ") + ")"
+		if cb.Default {
+			text += " unless set by " + strings.Join(cb.SetBy, ", ")
+		}
+		parts = append(parts, text)
 	}
 	for _, i := range f.VisibleResults {
 		parts = append(parts, fmt.Sprintf("result %d is visible code", i))
@@ -65,7 +73,11 @@ func (c *checker) exportSummary(fn *ssa.Function) {
 	var fact CallSummary
 	for _, o := range c.summaryOf(fn) {
 		if o.param >= 0 {
-			fact.Calls = append(fact.Calls, Callback{Param: o.param, Steps: o.steps, Origin: int(o.out), Text: o.text, Chain: o.chain})
+			cb := Callback{Param: o.param, Steps: o.steps, Origin: int(o.out), Text: o.text, Chain: o.chain, Default: o.defaulted, SetBy: o.setBy}
+			if !cb.Default {
+				cb.SetBy, cb.Default = c.fieldDefault(fn, o)
+			}
+			fact.Calls = append(fact.Calls, cb)
 		}
 	}
 	results := fn.Signature.Results()
@@ -109,7 +121,7 @@ func (c *checker) importedCalls(fn *ssa.Function) []outCall {
 	}
 	out := make([]outCall, len(fact.Calls))
 	for i, cb := range fact.Calls {
-		out[i] = outCall{param: cb.Param, steps: cb.Steps, out: origin(cb.Origin), text: cb.Text, chain: cb.Chain}
+		out[i] = outCall{param: cb.Param, steps: cb.Steps, out: origin(cb.Origin), text: cb.Text, chain: cb.Chain, defaulted: cb.Default, setBy: cb.SetBy}
 	}
 	return out
 }

@@ -172,7 +172,24 @@
 //     too, for a closure that ranges over it);
 //   - a parameter that reaches a store or call only where a comparison said it
 //     is nil (if cb != nil { cb = c.wrapped }), and the parameter of a func
-//     literal called once where it is made (defer func(f func()) { hook = f }(hook)).
+//     literal called once where it is made (defer func(f func()) { hook = f }(hook));
+//   - an element of an unexported package variable, a slice, array or map,
+//     that the package fills only with visible code (literals, make, appends)
+//     and otherwise only reads: a table of its own environment-variable
+//     readers ({os.LookupEnv, lookupFile});
+//   - the exported fields, package variables and functions of a command
+//     (package main) or an external test package, which no package imports:
+//     they are judged as unexported ones are. An exported name of a package
+//     that others can import is its API and stays from outside, even where
+//     only the module stores there: the analysis sees the module, not its
+//     importers;
+//   - a field of a package of another module that is unexported, whose
+//     address stays in its package, and that the package fills only with its
+//     own code or through its setters' parameters (gorilla/websocket's
+//     handlePong, set by its constructor to its own no-op): the dependency's
+//     default, where the calling package and the module's packages it imports
+//     call no setter with code that may be from outside (FieldSetter and
+//     SetterCalls facts).
 //
 // # Internal packages
 //
@@ -309,5 +326,9 @@
 //     or an obligation it matches mutexes by field and type: a child's mutex
 //     of the same type as its parent's held one, reached through a
 //     function value, is reported as the same.
+//   - A dependency's field is trusted to hold its default where the calling
+//     package and the module's packages it imports call none of its setters
+//     with code from outside: a setter called by a package that the caller
+//     does not import (the module's users, a sibling package) is not seen.
 //   - Reflection, unsafe and go:linkname are not modelled.
 package lockedcall

@@ -97,3 +97,26 @@ func TestReentryWithinPackage(t *testing.T) {
 	defer lockedcall.SetSummaryFacts(false)()
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/local")
 }
+
+// TestDependencyDefaults proves that a dependency's field, filled by its
+// constructor with its own default and changed only through its setter, is
+// not from outside where the module never calls the setter with code from
+// outside (quiet), and is where a package of the module does (loud, through
+// setter).
+func TestDependencyDefaults(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/ws", "wsuser/quiet", "wsuser/setter", "wsuser/loud")
+}
+
+// TestUnimportableExports proves that a command's exported hooks, variables
+// and functions, which no other package can import, are its own (tool), and
+// that the same shape in an importable package is its API, from outside
+// (hooks).
+func TestEnvTables(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "envtable")
+}
+
+func TestUnimportableExports(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "exported/cmd/tool", "exported/hooks")
+}

@@ -137,13 +137,14 @@ type (
 )
 
 // ownsHook reports whether only this module can set obj: unexported and of
-// this package, or exported by an internal package of the module.
+// this package, exported by this package where no other can import it (see
+// unimportable), or exported by an internal package of the module.
 func (c *checker) ownsHook(obj types.Object) bool {
 	pkg := obj.Pkg()
 	if pkg == nil {
 		return false
 	}
-	if !obj.Exported() {
+	if !obj.Exported() || unimportable(pkg) {
 		return pkg == c.pass.Pkg
 	}
 	return isInternal(pkg.Path()) && (pkg == c.pass.Pkg || c.sameModule(pkg.Path()))
@@ -159,10 +160,21 @@ func (c *checker) moduleHook(obj types.Object, stores int) bool {
 	case obj.Pkg() != c.pass.Pkg:
 		var fact VisibleHook
 		return c.pass.ImportObjectFact(obj, &fact) && (!fact.Unset || stores > 0) && !c.setOutside(obj)
-	case obj.Exported():
+	case obj.Exported() && !unimportable(obj.Pkg()):
 		return stores > 0 || c.exporting
 	}
 	return true
+}
+
+// unimportable reports whether no other package can import pkg: a command
+// (package main) or an external test package (path "..._test"). Its
+// exported fields, variables and functions are then set and called only by
+// itself, like unexported ones. An exported name of a package that others
+// can import is its API: whoever imports it may store there, the module's
+// users among them, and the analysis, which sees the module only, cannot
+// prove that nobody does.
+func unimportable(pkg *types.Package) bool {
+	return pkg.Name() == "main" || strings.HasSuffix(pkg.Path(), "_test")
 }
 
 // isInternal reports whether a package path has an internal element.

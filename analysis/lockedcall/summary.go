@@ -39,6 +39,10 @@ type outCall struct {
 	val      ssa.Value
 	vctx     *funcCtx
 	valSteps []string
+	// defaulted says that the field called holds its package's own code
+	// unless a function of setBy is called (see defaults.go).
+	defaulted bool
+	setBy     []string
 }
 
 // key identifies the code an outside call calls, for a summary to list once.
@@ -176,7 +180,7 @@ func (c *checker) atCall(e outCall, g *ssa.Function, common *ssa.CallCommon, ctx
 	}
 	arg := common.Args[e.param]
 	if len(e.steps) > 0 {
-		if c.ownedPathVisible(arg, e.steps, ctx) || c.madeHere(arg, ctx) {
+		if c.ownedPathVisible(arg, e.steps, ctx) || c.madeHere(arg, ctx) || c.defaultHeld(e, g) {
 			return nil
 		}
 		p, steps := rootParam(arg, ctx)
@@ -187,7 +191,7 @@ func (c *checker) atCall(e outCall, g *ssa.Function, common *ssa.CallCommon, ctx
 		if recv := c.argText(common, e.param, ""); recv != "" {
 			text = recv + "." + strings.Join(e.steps, ".")
 		}
-		return []outCall{{param: p, steps: steps, out: e.out, text: text, chain: chain, via: e.via, val: arg, vctx: ctx, valSteps: e.steps}}
+		return []outCall{{param: p, steps: steps, out: e.out, text: text, chain: chain, via: e.via, val: arg, vctx: ctx, valSteps: e.steps, defaulted: e.defaulted, setBy: e.setBy}}
 	}
 	var out []outCall
 	target := c.classify(arg, ctx)

@@ -250,7 +250,7 @@ func (c *checker) globalHoldsVisible(g *ssa.Global) bool {
 // that argument at every call site.
 func (c *checker) paramHoldsVisible(fn *ssa.Function, i int) bool {
 	obj, ok := fn.Object().(*types.Func)
-	if !ok || obj.Exported() || fn.Parent() != nil || !c.srcFuncs[fn] {
+	if !ok || (obj.Exported() && !unimportable(obj.Pkg())) || fn.Parent() != nil || !c.srcFuncs[fn] {
 		return false
 	}
 	ix := c.index()

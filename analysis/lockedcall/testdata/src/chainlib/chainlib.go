@@ -7,7 +7,9 @@ type LRU struct {
 	items   map[string]int
 }
 
-func NewLRU(onEvict func(string)) *LRU { return &LRU{onEvict: onEvict, items: map[string]int{}} }
+func NewLRU(onEvict func(string)) *LRU { // want NewLRU:"sets onEvict"
+	return &LRU{onEvict: onEvict, items: map[string]int{}}
+}
 
 func (l *LRU) Add(key string) { // want Add:"calls param 0 field onEvict \\(removeOldest → l.onEvict\\)"
 	l.items[key] = 1

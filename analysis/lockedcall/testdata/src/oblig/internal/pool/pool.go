@@ -17,7 +17,7 @@ type Pool struct {
 }
 
 // New stores onEvict, which Evict calls under p.mu.
-func New(onEvict func(string)) *Pool { // want New:"param 0 runs in Evict → p.onEvict while p.mu is held"
+func New(onEvict func(string)) *Pool { // want New:"param 0 runs in Evict → p.onEvict while p.mu is held" New:"sets onEvict"
 	return newPool(onEvict)
 }
 

@@ -13,7 +13,7 @@ type Cache struct {
 }
 
 // New returns a cache that loads missing keys with loader, under c.mu.
-func New(loader func(string) string) *Cache { // want New:"param 0 runs in Get → c.loader while c.mu is held"
+func New(loader func(string) string) *Cache { // want New:"param 0 runs in Get → c.loader while c.mu is held" New:"sets loader"
 	return &Cache{m: map[string]string{}, loader: loader}
 }
 
