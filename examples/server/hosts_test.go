@@ -51,8 +51,19 @@ var hostRows = []hostRow{
 		}, "(no-gpu: no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded", "failed"},
 	{"an AMD pod given no GPU: no `/dev/kfd`, the host's KFD topology in sysfs", "no-gpu", "200", "200, degraded: draws on the CPU",
 		"`no /dev/kfd, though the KFD topology lists 1 GPU(s)`",
-		func(t *testing.T) ([]string, []string) { return amdPodWithoutKFD(t), []string{"-backend", "hip"} },
-		"though the KFD topology lists 1 GPU(s): this process was given none", "failed"},
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, false), "GPUINIT_FAKE_HIP_DEVICES=0"), []string{"-backend", "hip"}
+		}, "though the KFD topology lists 1 GPU(s): this process was given none", "failed"},
+	{"an AMD host whose GPUs are hidden on purpose (`/dev/kfd` there, `HIP_VISIBLE_DEVICES=-1`)", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"the variable that hides them: `HIP_VISIBLE_DEVICES=\"-1\" hides every GPU`",
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, true), "HIP_VISIBLE_DEVICES=-1"), []string{"-backend", "hip"}
+		}, `(no-gpu: HIP_VISIBLE_DEVICES="-1" hides every GPU)`, "failed"},
+	{"an AMD host whose GPUs are hidden on purpose (`/dev/kfd` there, `ROCR_VISIBLE_DEVICES` empty)", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"the variable that hides them: `ROCR_VISIBLE_DEVICES=\"\" hides every GPU`",
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, true), "ROCR_VISIBLE_DEVICES="), []string{"-backend", "hip"}
+		}, `(no-gpu: ROCR_VISIBLE_DEVICES="" hides every GPU)`, "failed"},
 	{"GPU device nodes, the driver has not found the GPU yet (100)", "not-yet", "200 while retrying; 503 once retries ran out past the init deadline", "503, retrying",
 		"`initializing`, `bring_up` with the attempts and `last_class` not-yet: `/dev/nvidia0 exists, so the GPU may not be ready yet`",
 		func(t *testing.T) ([]string, []string) {
@@ -98,19 +109,23 @@ func nvidiaHost(t *testing.T, nodes, module bool) []string {
 		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_PROC_ROOT=" + proc, "CUDA_VISIBLE_DEVICES=0,1"}
 }
 
-// amdPodWithoutKFD is a pod on an AMD node that was given no GPU: the fake
-// ROCm runtime finds none, there is no /dev/kfd, and sysfs shows the host's
-// KFD topology.
-func amdPodWithoutKFD(t *testing.T) []string {
+// amdHost is a pod on an AMD node with the fake ROCm runtime (two GPUs
+// unless the caller says otherwise) and the host's KFD topology in sysfs. With
+// kfd it was given the GPUs (/dev/kfd is there); without, it was given none.
+func amdHost(t *testing.T, kfd bool) []string {
 	t.Helper()
 	dir := t.TempDir()
-	sys := filepath.Join(dir, "sys")
+	sys, dev := filepath.Join(dir, "sys"), filepath.Join(dir, "dev")
 	node := filepath.Join(sys, "class/kfd/kfd/topology/nodes/1")
 	require.NoError(t, os.MkdirAll(node, 0o755))
+	require.NoError(t, os.MkdirAll(dev, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(node, "properties"),
 		[]byte("cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\n"), 0o644))
-	return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.HIP), "GPUINIT_FAKE_HIP_DEVICES=0",
-		"GPUINIT_DEV_ROOT=" + t.TempDir(), "GPUINIT_SYSFS_ROOT=" + sys}
+	if kfd {
+		require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
+	}
+	return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.HIP),
+		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_SYSFS_ROOT=" + sys}
 }
 
 // hostTable renders hostRows as the README prints them.
