@@ -52,7 +52,14 @@ func TestCloseStopsThePreflight(t *testing.T) {
 				waitFor(t, "with a child", func() bool { return len(childtest.Children(os.Getpid())) > 0 })
 			}
 			attempts := rt.Stats().BringUp.Attempts
-			require.NoError(t, rt.Shutdown(context.Background()))
+			// Bounded: a Shutdown that did not stop the preflight would wait
+			// for an hour's backoff or a hung child.
+			bound := 20 * time.Second
+			shut, cancelShut := context.WithTimeout(context.Background(), bound)
+			defer cancelShut()
+			start := time.Now()
+			require.NoError(t, rt.Shutdown(shut))
+			require.Less(t, time.Since(start), bound, "Shutdown returned before its ctx ended")
 			assert.Empty(t, childtest.Children(os.Getpid()), "Close returned with no child left")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
