@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
@@ -27,11 +29,22 @@ type hostRow struct {
 	ready     string
 	status    string // what the status says, in the README's words
 	// setUp returns the host's environment and the server's arguments;
-	// says is a text the status's reason (or, for a server that refuses to
-	// start, its stderr) must hold; state is the status's state.
+	// says is a text the status's reason must hold; state is the status's
+	// state. The last row, a bad setting, has neither: see badSettings.
 	setUp func(t *testing.T) (env, args []string)
 	says  string
 	state string
+}
+
+// badSettings are the settings of the table's last row, "a bad setting" (its
+// setUp is nil): each keeps the server from starting, and its error must say
+// what it does, the variable's name included.
+var badSettings = []struct{ name, env, says string }{
+	{"a value that does not parse", "GPUINIT_PREFLIGHT=bogus", `GPUINIT_PREFLIGHT="bogus": want a deadline`},
+	{"a library file that is not there", "GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
+		`GPUINIT_CUDA_LIBRARY="/nonexistent/libcuda.so.1" names no file`},
+	{"a misspelt variable", "GPUINIT_PREFLIGT=30s",
+		"GPUINIT_PREFLIGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
 }
 
 // hostRows is the README's table, row for row (TestTheREADMEPrintsTheHostTable).
@@ -84,9 +97,9 @@ var hostRows = []hostRow{
 		func(t *testing.T) ([]string, []string) {
 			return nvidiaHost(t, true, true), []string{"-backend", "cuda"}
 		}, "", "ready"},
-	{"a bad setting (`GPUINIT_PREFLIGHT=bogus`, a library file that is not there, a misspelt variable)", "", "—", "—",
+	{"a bad setting (`GPUINIT_PREFLIGHT=bogus`, a `GPUINIT_CUDA_LIBRARY` that names no file, a misspelt variable such as `GPUINIT_PREFLIGT`)", "", "—", "—",
 		"nothing: the server refuses to start (exit 1), naming the variable; gpuprobe exits 2",
-		func(t *testing.T) ([]string, []string) { return []string{"GPUINIT_PREFLIGHT=bogus"}, nil }, `GPUINIT_PREFLIGHT="bogus"`, ""},
+		nil, "", ""},
 }
 
 // nvidiaHost is a host with the fake libcuda (and NVML) and, as asked, a
@@ -156,18 +169,27 @@ func TestEachHostSituation(t *testing.T) {
 	for _, row := range hostRows {
 		t.Run(row.situation, func(t *testing.T) {
 			t.Parallel() // servers over their own fakes, mostly waiting
-			env, args := row.setUp(t)
 			bin := childtest.Binary(t)
-			switch row.situation {
-			case hostRows[len(hostRows)-1].situation: // a bad setting: no server
-				cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-				cmd.Env = append(os.Environ(), env...)
-				out, err := cmd.CombinedOutput()
-				var exit *exec.ExitError
-				require.ErrorAs(t, err, &exit, "%s", out)
-				assert.Equal(t, 1, exit.ExitCode())
-				assert.Contains(t, string(out), row.says)
+			if row.situation == hostRows[len(hostRows)-1].situation { // a bad setting: no server
+				for _, bad := range badSettings {
+					t.Run(bad.name, func(t *testing.T) {
+						// Bounded: a server that takes the setting serves until killed.
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						defer cancel()
+						cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0")
+						cmd.Env = append(os.Environ(), bad.env)
+						out, err := cmd.CombinedOutput()
+						require.NoError(t, ctx.Err(), "the server started with %s instead of refusing: %s", bad.env, out)
+						var exit *exec.ExitError
+						require.ErrorAs(t, err, &exit, "%s", out)
+						assert.Equal(t, 1, exit.ExitCode())
+						assert.Contains(t, string(out), bad.says)
+					})
+				}
 				return
+			}
+			env, args := row.setUp(t)
+			switch row.situation {
 			case hostRows[len(hostRows)-2].situation: // the binary removed after its start
 				bin = copyOf(t, bin)
 			}
