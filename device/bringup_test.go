@@ -12,6 +12,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,8 +53,20 @@ func TestCloseStopsThePreflight(t *testing.T) {
 				waitFor(t, "with a child", func() bool { return len(childtest.Children(os.Getpid())) > 0 })
 			}
 			attempts := rt.Stats().BringUp.Attempts
-			require.NoError(t, rt.Shutdown(context.Background()))
+			// Bounded: a Shutdown that did not stop the preflight would wait
+			// for an hour's backoff or a hung child.
+			bound := 20 * time.Second
+			shut, cancelShut := context.WithTimeout(context.Background(), bound)
+			defer cancelShut()
+			start := time.Now()
+			require.NoError(t, rt.Shutdown(shut))
+			require.Less(t, time.Since(start), bound, "Shutdown returned before its ctx ended")
 			assert.Empty(t, childtest.Children(os.Getpid()), "Close returned with no child left")
+			// The initialization under way ends with ErrClosed, not with the
+			// cancellation that stopped its child or its wait.
+			waitFor(t, "failed", func() bool { return rt.Stats().State == lazy.Failed })
+			assert.ErrorIs(t, rt.Stats().Err, device.ErrClosed)
+			assert.NotErrorIs(t, rt.Stats().Err, context.Canceled)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err := rt.Init(ctx) // bounded: an initialization that Close did not stop would go on

@@ -86,29 +86,36 @@ func TestClassNames(t *testing.T) {
 }
 
 func TestANoDeviceFailureIsClassedByWhatTheHostShows(t *testing.T) {
+	cuda, rocm := driver.VisibilityCUDA, driver.VisibilityROCm
 	for _, tc := range []struct {
 		name     string
+		family   driver.Visibility
 		present  bool
 		evidence string
-		visible  string // CUDA_VISIBLE_DEVICES; "unset" leaves it unset
+		env      map[string]string // the visibility variables set; the others are unset
 		want     device.Class
 		says     string
 	}{
-		{"a device node, the driver not up yet", true, "/dev/x0 exists", "unset", device.NotYet, "(not-yet: /dev/x0 exists, so the GPU may not be ready yet)"},
-		{"no device node given (a container given no GPU)", false, "no /dev/x0 device node", "unset", device.NoGPUHere, "(no-gpu: no /dev/x0 device node)"},
-		{"every GPU hidden on purpose, -1", true, "/dev/x0 exists", "-1", device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`},
-		{"every GPU hidden on purpose, empty", true, "/dev/x0 exists", "", device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="" hides every GPU)`},
-		{"GPUs chosen, the driver not up yet", true, "/dev/x0 exists", "0", device.NotYet, "so the GPU may not be ready yet"},
+		{"a device node, the driver not up yet", cuda, true, "/dev/x0 exists", nil, device.NotYet, "(not-yet: /dev/x0 exists, so the GPU may not be ready yet)"},
+		{"no device node given (a container given no GPU)", cuda, false, "no /dev/x0 device node", nil, device.NoGPUHere, "(no-gpu: no /dev/x0 device node)"},
+		{"every GPU hidden on purpose, -1", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`},
+		{"every GPU hidden on purpose, empty", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="" hides every GPU)`},
+		{"GPUs chosen, the driver not up yet", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "0"}, device.NotYet, "so the GPU may not be ready yet"},
+		{"ROCm: /dev/kfd, every GPU hidden by HIP_VISIBLE_DEVICES=-1", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="-1" hides every GPU)`},
+		{"ROCm: /dev/kfd, every GPU hidden by an empty ROCR_VISIBLE_DEVICES", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="" hides every GPU)`},
+		{"ROCm: /dev/kfd, HIP_VISIBLE_DEVICES chooses over CUDA_VISIBLE_DEVICES=-1", rocm, true, "/dev/kfd exists",
+			map[string]string{"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "-1"}, device.NotYet, "(not-yet: /dev/kfd exists, so the GPU may not be ready yet)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("CUDA_VISIBLE_DEVICES", tc.visible)
-			t.Setenv("NVIDIA_VISIBLE_DEVICES", "")
-			require.NoError(t, os.Unsetenv("NVIDIA_VISIBLE_DEVICES"))
-			if tc.visible == "unset" {
-				require.NoError(t, os.Unsetenv("CUDA_VISIBLE_DEVICES"))
+			for _, name := range append(drivercodes.CUDAHiding, drivercodes.HIPHiding...) {
+				t.Setenv(name, "")
+				require.NoError(t, os.Unsetenv(name))
+			}
+			for name, value := range tc.env {
+				t.Setenv(name, value)
 			}
 			var g device.Registry
-			g.Register(driver.Registration{Name: "gpu", GPU: true, Visibility: driver.VisibilityCUDA,
+			g.Register(driver.Registration{Name: "gpu", GPU: true, Visibility: tc.family,
 				Present: func() (bool, string) { return tc.present, tc.evidence },
 				Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NoDevice)), "gpu"}, nil }})
 			err := openIn(t, &g, "gpu").Init(context.Background())

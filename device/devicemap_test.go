@@ -96,6 +96,9 @@ func TestDeviceMapMatchesEntriesByWhatTheyName(t *testing.T) {
 			[]string{"CUDA_VISIBLE_DEVICES entry 1: MIG-aaaaaaaa", "CUDA_VISIBLE_DEVICES entry 0: MIG-cccccccc"}},
 		{"the pre-R470 form, by parent and instance ids", "MIG-GPU-11111111-0000-0000-0000-000000000000/2/0",
 			[]string{"", "CUDA_VISIBLE_DEVICES entry 0: MIG-GPU-11111111-0000-0000-0000-000000000000/2/0"}},
+		{"a GPU UUID naming the MIG devices' parent selects them all", "GPU-11111111",
+			[]string{"CUDA_VISIBLE_DEVICES entry 0: GPU-11111111", "CUDA_VISIBLE_DEVICES entry 0: GPU-11111111"}},
+		{"a GPU UUID naming another GPU selects none of them", "GPU-22222222", []string{"", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CUDA_VISIBLE_DEVICES", tc.visible)

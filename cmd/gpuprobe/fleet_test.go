@@ -289,7 +289,10 @@ func TestTheLabelSaysTheFailuresClass(t *testing.T) {
 			rep := decode(t, r)
 			features, err := os.ReadFile(nfd)
 			require.NoError(t, err)
-			assert.Equal(t, tc.label, labels(t, features)["gpuinit.io/probe"])
+			// The verdict and its reason only: sim's devices are no GPU of
+			// this node's, so no backend, device or arch label.
+			assert.Equal(t, map[string]string{"gpuinit.io/probe": tc.label, "gpuinit.io/reason": tc.fail},
+				labels(t, features), "the whole label set after a failed bring-up")
 			require.NotNil(t, rep.BringUp, "the report says how the bring-up went")
 			assert.Equal(t, 1, rep.BringUp.Attempts)
 			metrics, err := os.ReadFile(prom)

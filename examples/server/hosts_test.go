@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
@@ -27,11 +29,22 @@ type hostRow struct {
 	ready     string
 	status    string // what the status says, in the README's words
 	// setUp returns the host's environment and the server's arguments;
-	// says is a text the status's reason (or, for a server that refuses to
-	// start, its stderr) must hold; state is the status's state.
+	// says is a text the status's reason must hold; state is the status's
+	// state. The last row, a bad setting, has neither: see badSettings.
 	setUp func(t *testing.T) (env, args []string)
 	says  string
 	state string
+}
+
+// badSettings are the settings of the table's last row, "a bad setting" (its
+// setUp is nil): each keeps the server from starting, and its error must say
+// what it does, the variable's name included.
+var badSettings = []struct{ name, env, says string }{
+	{"a value that does not parse", "GPUINIT_PREFLIGHT=bogus", `GPUINIT_PREFLIGHT="bogus": want a deadline`},
+	{"a library file that is not there", "GPUINIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
+		`GPUINIT_CUDA_LIBRARY="/nonexistent/libcuda.so.1" names no file`},
+	{"a misspelt variable", "GPUINIT_PREFLIGT=30s",
+		"GPUINIT_PREFLIGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
 }
 
 // hostRows is the README's table, row for row (TestTheREADMEPrintsTheHostTable).
@@ -51,8 +64,19 @@ var hostRows = []hostRow{
 		}, "(no-gpu: no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded", "failed"},
 	{"an AMD pod given no GPU: no `/dev/kfd`, the host's KFD topology in sysfs", "no-gpu", "200", "200, degraded: draws on the CPU",
 		"`no /dev/kfd, though the KFD topology lists 1 GPU(s)`",
-		func(t *testing.T) ([]string, []string) { return amdPodWithoutKFD(t), []string{"-backend", "hip"} },
-		"though the KFD topology lists 1 GPU(s): this process was given none", "failed"},
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, false), "GPUINIT_FAKE_HIP_DEVICES=0"), []string{"-backend", "hip"}
+		}, "though the KFD topology lists 1 GPU(s): this process was given none", "failed"},
+	{"an AMD host whose GPUs are hidden on purpose (`/dev/kfd` there, `HIP_VISIBLE_DEVICES=-1`)", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"the variable that hides them: `HIP_VISIBLE_DEVICES=\"-1\" hides every GPU`",
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, true), "HIP_VISIBLE_DEVICES=-1"), []string{"-backend", "hip"}
+		}, `(no-gpu: HIP_VISIBLE_DEVICES="-1" hides every GPU)`, "failed"},
+	{"an AMD host whose GPUs are hidden on purpose (`/dev/kfd` there, `ROCR_VISIBLE_DEVICES` empty)", "no-gpu", "200", "200, degraded: draws on the CPU",
+		"the variable that hides them: `ROCR_VISIBLE_DEVICES=\"\" hides every GPU`",
+		func(t *testing.T) ([]string, []string) {
+			return append(amdHost(t, true), "ROCR_VISIBLE_DEVICES="), []string{"-backend", "hip"}
+		}, `(no-gpu: ROCR_VISIBLE_DEVICES="" hides every GPU)`, "failed"},
 	{"GPU device nodes, the driver has not found the GPU yet (100)", "not-yet", "200 while retrying; 503 once retries ran out past the init deadline", "503, retrying",
 		"`initializing`, `bring_up` with the attempts and `last_class` not-yet: `/dev/nvidia0 exists, so the GPU may not be ready yet`",
 		func(t *testing.T) ([]string, []string) {
@@ -73,9 +97,9 @@ var hostRows = []hostRow{
 		func(t *testing.T) ([]string, []string) {
 			return nvidiaHost(t, true, true), []string{"-backend", "cuda"}
 		}, "", "ready"},
-	{"a bad setting (`GPUINIT_PREFLIGHT=bogus`, a library file that is not there, a misspelt variable)", "", "—", "—",
+	{"a bad setting (`GPUINIT_PREFLIGHT=bogus`, a `GPUINIT_CUDA_LIBRARY` that names no file, a misspelt variable such as `GPUINIT_PREFLIGT`)", "", "—", "—",
 		"nothing: the server refuses to start (exit 1), naming the variable; gpuprobe exits 2",
-		func(t *testing.T) ([]string, []string) { return []string{"GPUINIT_PREFLIGHT=bogus"}, nil }, `GPUINIT_PREFLIGHT="bogus"`, ""},
+		nil, "", ""},
 }
 
 // nvidiaHost is a host with the fake libcuda (and NVML) and, as asked, a
@@ -98,19 +122,23 @@ func nvidiaHost(t *testing.T, nodes, module bool) []string {
 		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_PROC_ROOT=" + proc, "CUDA_VISIBLE_DEVICES=0,1"}
 }
 
-// amdPodWithoutKFD is a pod on an AMD node that was given no GPU: the fake
-// ROCm runtime finds none, there is no /dev/kfd, and sysfs shows the host's
-// KFD topology.
-func amdPodWithoutKFD(t *testing.T) []string {
+// amdHost is a pod on an AMD node with the fake ROCm runtime (two GPUs
+// unless the caller says otherwise) and the host's KFD topology in sysfs. With
+// kfd it was given the GPUs (/dev/kfd is there); without, it was given none.
+func amdHost(t *testing.T, kfd bool) []string {
 	t.Helper()
 	dir := t.TempDir()
-	sys := filepath.Join(dir, "sys")
+	sys, dev := filepath.Join(dir, "sys"), filepath.Join(dir, "dev")
 	node := filepath.Join(sys, "class/kfd/kfd/topology/nodes/1")
 	require.NoError(t, os.MkdirAll(node, 0o755))
+	require.NoError(t, os.MkdirAll(dev, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(node, "properties"),
 		[]byte("cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\n"), 0o644))
-	return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.HIP), "GPUINIT_FAKE_HIP_DEVICES=0",
-		"GPUINIT_DEV_ROOT=" + t.TempDir(), "GPUINIT_SYSFS_ROOT=" + sys}
+	if kfd {
+		require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
+	}
+	return []string{"GPUINIT_HIP_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.HIP),
+		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_SYSFS_ROOT=" + sys}
 }
 
 // hostTable renders hostRows as the README prints them.
@@ -141,18 +169,27 @@ func TestEachHostSituation(t *testing.T) {
 	for _, row := range hostRows {
 		t.Run(row.situation, func(t *testing.T) {
 			t.Parallel() // servers over their own fakes, mostly waiting
-			env, args := row.setUp(t)
 			bin := childtest.Binary(t)
-			switch row.situation {
-			case hostRows[len(hostRows)-1].situation: // a bad setting: no server
-				cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-				cmd.Env = append(os.Environ(), env...)
-				out, err := cmd.CombinedOutput()
-				var exit *exec.ExitError
-				require.ErrorAs(t, err, &exit, "%s", out)
-				assert.Equal(t, 1, exit.ExitCode())
-				assert.Contains(t, string(out), row.says)
+			if row.situation == hostRows[len(hostRows)-1].situation { // a bad setting: no server
+				for _, bad := range badSettings {
+					t.Run(bad.name, func(t *testing.T) {
+						// Bounded: a server that takes the setting serves until killed.
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						defer cancel()
+						cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0")
+						cmd.Env = append(os.Environ(), bad.env)
+						out, err := cmd.CombinedOutput()
+						require.NoError(t, ctx.Err(), "the server started with %s instead of refusing: %s", bad.env, out)
+						var exit *exec.ExitError
+						require.ErrorAs(t, err, &exit, "%s", out)
+						assert.Equal(t, 1, exit.ExitCode())
+						assert.Contains(t, string(out), bad.says)
+					})
+				}
 				return
+			}
+			env, args := row.setUp(t)
+			switch row.situation {
 			case hostRows[len(hostRows)-2].situation: // the binary removed after its start
 				bin = copyOf(t, bin)
 			}

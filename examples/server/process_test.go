@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -241,15 +243,48 @@ func waitForState(t *testing.T, url, want string) health.Status {
 	return waitForStatus(t, url, func(s health.Status) bool { return s.State == want })
 }
 
-// waitForStatus polls the status until cond holds, and returns it.
+// waitForStatus polls the status until cond holds, and returns it. It fails
+// t after 20 s, printing the last status it read.
 func waitForStatus(t *testing.T, url string, cond func(health.Status) bool) health.Status {
 	t.Helper()
-	var st health.Status
-	require.Eventually(t, func() bool {
-		_, body := get(t, url+health.StatusPath)
-		st = health.Status{}
-		require.NoError(t, json.Unmarshal([]byte(body), &st), body)
-		return cond(st)
-	}, 20*time.Second, 10*time.Millisecond, "the status never got there; last: %+v", st)
+	st, body, ok := pollStatus(t, url, 20*time.Second, cond)
+	if !ok {
+		t.Fatalf("the status never got there in 20s; last: %s", body)
+	}
 	return st
+}
+
+// pollStatus polls the status every 10 ms until cond holds or within has
+// passed. It returns the last status read, its body, and whether cond held.
+func pollStatus(t testing.TB, url string, within time.Duration, cond func(health.Status) bool) (health.Status, string, bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		_, body := get(t, url+health.StatusPath)
+		var st health.Status
+		require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+		if cond(st) {
+			return st, body, true
+		}
+		if time.Now().After(deadline) {
+			return st, body, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAStatusWaitThatTimesOutSaysTheLastStatus: a wait that never gets there
+// reports the last status it read, not an empty one nor the first.
+func TestAStatusWaitThatTimesOutSaysTheLastStatus(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"state":"step-%d"}`, served.Add(1))
+	}))
+	defer srv.Close()
+	st, body, ok := pollStatus(t, srv.URL, 50*time.Millisecond, func(s health.Status) bool { return s.State == "ready" })
+	assert.False(t, ok)
+	last := fmt.Sprintf("step-%d", served.Load())
+	assert.Equal(t, last, st.State, "the last status read")
+	assert.Contains(t, body, last)
+	assert.Greater(t, served.Load(), int64(1), "polled more than once")
 }
