@@ -80,6 +80,10 @@ func TestFetchCUDASDKPrintsItsEnvironmentFromTheCache(t *testing.T) {
 	sdk := filepath.Join(cache, "cuda")
 	require.NoError(t, os.MkdirAll(sdk, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(sdk, ".complete"), nil, 0o644))
+	// A cache from before NVML was fetched lacks driver/libnvidia-ml.so.1,
+	// and is fetched again; this one has it.
+	require.NoError(t, os.MkdirAll(filepath.Join(sdk, "driver"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sdk, "driver", "libnvidia-ml.so.1"), nil, 0o644))
 	env, log := shims(t, false, true)
 	env = append(env, "GPUINIT_SDK_CACHE="+cache)
 	lib := sdk + "/usr/lib/x86_64-linux-gnu"
