@@ -184,11 +184,7 @@ func TestROCmSMIEventsReachTheVerdictReadinessAndStatus(t *testing.T) {
 
 func TestChildSMIVerdict(t *testing.T) {
 	child(t)
-	setRAS(t, "0000:c1:00.0", 0, 0)
-	setRAS(t, "0000:03:00.0", 0, 0)
-	rt := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
-	require.NoError(t, rt.Init(context.Background()))
+	rt := smiRuntime(t)
 	h := health.New(rt, health.WithLogger(slog.New(slog.DiscardHandler)))
 	waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
 		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
@@ -253,11 +249,7 @@ func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
 
 func TestChildWatchCPU(t *testing.T) {
 	child(t)
-	setRAS(t, "0000:c1:00.0", 0, 0)
-	setRAS(t, "0000:03:00.0", 0, 0)
-	rt := device.New(process)
-	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
-	require.NoError(t, rt.Init(context.Background()))
+	rt := smiRuntime(t)
 	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
 		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
 	})
@@ -269,4 +261,16 @@ func TestChildWatchCPU(t *testing.T) {
 	t.Logf("CPU per device per minute: %v (%v over %v, %d devices)", perDeviceMinute, used, window, len(hs))
 	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, len(hs))
 	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
+}
+
+// smiRuntime is an initialized Runtime over both fake devices, whose RAS
+// counters read zero, shut down when the test ends.
+func smiRuntime(t *testing.T) *device.Runtime {
+	t.Helper()
+	setRAS(t, "0000:c1:00.0", 0, 0)
+	setRAS(t, "0000:03:00.0", 0, 0)
+	rt := device.New(process)
+	t.Cleanup(func() { assert.NoError(t, rt.Shutdown(context.Background())) })
+	require.NoError(t, rt.Init(context.Background()))
+	return rt
 }

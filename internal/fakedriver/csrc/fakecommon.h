@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,3 +100,20 @@ static inline unsigned long fake_elapsed_ms(struct timespec *start) {
 }
 
 #endif
+
+// fake_next_line reads the next complete line of the file the variable env
+// names, from *offset on, into line, and moves *offset past it; 0 if there is
+// none yet (a test appends lines as it goes).
+static inline int fake_next_line(const char *env, long *offset, char *line, size_t len) {
+	const char *path = getenv(env);
+	if (!path || !*path) return 0;
+	FILE *f = fopen(path, "r");
+	if (!f) return 0;
+	int got = 0;
+	if (fseek(f, *offset, SEEK_SET) == 0 && fgets(line, (int)len, f) && strchr(line, '\n')) {
+		*offset = ftell(f);
+		got = 1;
+	}
+	fclose(f);
+	return got;
+}

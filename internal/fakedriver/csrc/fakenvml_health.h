@@ -84,19 +84,7 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, 
 
 // next_event reads the next complete line of the events file not yet
 // delivered, into line; 0 if there is none yet.
-static int next_event(char *line, size_t len) {
-	const char *path = getenv("GPUINIT_FAKE_NVML_EVENTS");
-	if (!path || !*path) return 0;
-	FILE *f = fopen(path, "r");
-	if (!f) return 0;
-	int got = 0;
-	if (fseek(f, events_read, SEEK_SET) == 0 && fgets(line, (int)len, f) && strchr(line, '\n')) {
-		events_read = ftell(f);
-		got = 1;
-	}
-	fclose(f);
-	return got;
-}
+static int next_event(char *line, size_t len) { return fake_next_line("GPUINIT_FAKE_NVML_EVENTS", &events_read, line, len); }
 
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
 	if (!initialized) return 1;

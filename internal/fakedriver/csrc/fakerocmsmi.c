@@ -210,19 +210,7 @@ rsmi_status_t rsmi_event_notification_stop(uint32_t dv) {
 
 // next_event reads the next complete line of the events file not yet
 // delivered, into line; 0 if there is none yet.
-__attribute__((unused)) static int next_event(char *line, size_t len) {
-	const char *path = getenv("GPUINIT_FAKE_RSMI_EVENTS");
-	if (!path || !*path) return 0;
-	FILE *f = fopen(path, "r");
-	if (!f) return 0;
-	int got = 0;
-	if (fseek(f, events_read, SEEK_SET) == 0 && fgets(line, (int)len, f) && strchr(line, '\n')) {
-		events_read = ftell(f);
-		got = 1;
-	}
-	fclose(f);
-	return got;
-}
+__attribute__((unused)) static int next_event(char *line, size_t len) { return fake_next_line("GPUINIT_FAKE_RSMI_EVENTS", &events_read, line, len); }
 
 // deliver fills entry n of data from line "<bus> <event> <message>": 1 if it
 // went to a started device whose mask has the event's bit, else 0 (dropped).
