@@ -130,13 +130,14 @@ type Health struct {
 	started bool
 	closed  bool
 
-	observed atomic.Int32             // the last lazy.State logged
-	lost     atomic.Int32             // how many lost devices were logged
-	snap     atomic.Pointer[snapshot] // read once, when initialization finished
-	failed   atomic.Pointer[verdict]  // made once, when a probe first sees the failure
-	lossSeen atomic.Pointer[losses]   // remade when the number of lost devices changes
-	canary   canaries                 // the readiness canary's results, WithCanary
-	memory   memoryReads              // the status's reads of free memory
+	observed atomic.Int32               // the last lazy.State logged
+	lost     atomic.Int32               // how many lost devices were logged
+	snap     atomic.Pointer[snapshot]   // read once, when initialization finished
+	failed   atomic.Pointer[verdict]    // made once, when a probe first sees the failure
+	lossSeen atomic.Pointer[losses]     // remade when the number of lost devices changes
+	canary   canaries                   // the readiness canary's results, WithCanary
+	memory   memoryReads                // the status's reads of free memory
+	healthJS atomic.Pointer[healthJSON] // the devices' health as JSON, for one view
 }
 
 // snapshot is what Health reads of the Runtime once it has finished

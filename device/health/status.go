@@ -1,7 +1,6 @@
 package health
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -29,9 +28,8 @@ func (h *Health) Status() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(h.Snapshot())
+		s, st := h.snapshot()
+		h.writeStatus(w, s, st)
 	})
 }
 
@@ -42,6 +40,12 @@ func (h *Health) Status() http.Handler {
 // while the state or the losses move on, four times at most. Under a storm
 // of losses the last read is served as it is.
 func (h *Health) Snapshot() Status {
+	s, _ := h.snapshot()
+	return s
+}
+
+// snapshot is Snapshot, with the stats it was read from.
+func (h *Health) snapshot() (Status, device.Stats) {
 	// The state can move on while the rest is read. States only move
 	// forward, so reading until the state before and after agree ends
 	// within a few rounds. Each field is then taken only if its state has
@@ -52,11 +56,11 @@ func (h *Health) Snapshot() Status {
 		s := h.snapshotAt(st)
 		now := h.rt.Stats()
 		if now.State == st.State && len(now.Lost) == len(st.Lost) {
-			return s
+			return s, st
 		}
 		st = h.observe(true)
 	}
-	return h.snapshotAt(st)
+	return h.snapshotAt(st), st
 }
 
 // snapshotAt reads the status as of st.
