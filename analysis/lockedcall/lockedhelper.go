@@ -181,7 +181,16 @@ func documentedLocked(fn *ssa.Function) bool {
 		return false
 	}
 	doc := decl.Doc.Text()
-	return lockedDoc.MatchString(doc) && !notLockedDoc.MatchString(doc)
+	return mayDocumentLocked(doc) && lockedDoc.MatchString(doc) && !notLockedDoc.MatchString(doc)
+}
+
+// mayDocumentLocked is a cheap test that lockedDoc may match doc: each of its
+// alternatives spells "held", "locked", "called" or "caller". Most doc
+// comments have none of them, and the regexp is the costly part of the test.
+func mayDocumentLocked(doc string) bool {
+	lower := strings.ToLower(doc)
+	return strings.Contains(lower, "held") || strings.Contains(lower, "locked") ||
+		strings.Contains(lower, "called") || strings.Contains(lower, "caller")
 }
 
 // helperFindings analyzes each locked helper as running under the lock its
