@@ -230,7 +230,7 @@ func TestChildCUDAShutdown(t *testing.T) {
 	defer cancel()
 	require.NoError(t, f.rt.Shutdown(ctx))
 	r := s.Until(t, 5*time.Second, is(f.ids[0], drahealthv1.HealthStatus_UNKNOWN))
-	assert.True(t, is(f.ids[1], drahealthv1.HealthStatus_UNHEALTHY)(r[len(r)-1]), "a lost device stays lost")
+	staysLost(t, s, f.ids[1], r)
 
 	f.helper.Stop()
 	assert.Error(t, s.Ended(t, 5*time.Second), "the stream ends with the server")
