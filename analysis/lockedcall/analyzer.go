@@ -6,7 +6,6 @@ import (
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
-	"golang.org/x/tools/go/analysis/passes/buildssa"
 	"golang.org/x/tools/go/ssa"
 )
 
@@ -17,8 +16,7 @@ var Analyzer = &analysis.Analyzer{
 	Doc:       doc,
 	URL:       "https://pkg.go.dev/github.com/gpuinit/gpuinit/analysis/lockedcall",
 	Run:       run,
-	Requires:  []*analysis.Analyzer{buildssa.Analyzer},
-	FactTypes: []analysis.Fact{(*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil), (*Acquires)(nil), (*FieldSetter)(nil), (*SetterCalls)(nil)},
+	FactTypes: []analysis.Fact{(*NoReturn)(nil), (*LockEffects)(nil), (*CallSummary)(nil), (*VisibleHook)(nil), (*OutsideHooks)(nil), (*Obligations)(nil), (*Promises)(nil), (*Acquires)(nil), (*FieldSetter)(nil), (*SetterCalls)(nil)},
 }
 
 const doc = `report calls of outside function values made while a mutex is held
@@ -57,6 +55,7 @@ func init() {
 // checker is the state of one pass: one package.
 type checker struct {
 	pass       *analysis.Pass
+	form       form
 	srcFuncs   map[*ssa.Function]bool
 	interfaces bool
 	reentry    bool
@@ -100,10 +99,11 @@ type checker struct {
 }
 
 func run(pass *analysis.Pass) (any, error) {
-	ssaInfo := pass.ResultOf[buildssa.Analyzer].(*buildssa.SSA)
+	form := buildForm(pass)
 	c := &checker{
 		pass:       pass,
-		srcFuncs:   make(map[*ssa.Function]bool, len(ssaInfo.SrcFuncs)),
+		form:       form,
+		srcFuncs:   make(map[*ssa.Function]bool, len(form.funcs)),
 		interfaces: interfaces,
 		reentry:    reentry,
 		acquired:   map[*ssa.Function][]Acquisition{},
@@ -128,7 +128,7 @@ func run(pass *analysis.Pass) (any, error) {
 		enterMemo:   map[enterKey]bool{},
 		importedObl: map[types.Object][]Obligation{},
 	}
-	funcs := packageFuncs(ssaInfo)
+	funcs := packageFuncs(form)
 	for _, fn := range funcs {
 		c.srcFuncs[fn] = true
 	}
@@ -166,7 +166,7 @@ func run(pass *analysis.Pass) (any, error) {
 	c.reportAll(findings)
 	if summaryFacts {
 		c.exportAcquires(funcs)
-		c.exportHooks(ssaInfo.Pkg) // last: it may accept hooks that the package's own checks do not
+		c.exportHooks(form.pkg) // last: it may accept hooks that the package's own checks do not
 		c.exportOutsideHooks()
 		c.exportSetterCalls()
 	}
@@ -175,10 +175,10 @@ func run(pass *analysis.Pass) (any, error) {
 
 const rangeYieldSynthetic = "range-over-func yield"
 
-// packageFuncs returns the functions written in the package: buildssa's, and
+// packageFuncs returns the functions written in the package: the form's, and
 // the package initializer with the func literals of package variables.
-func packageFuncs(ssaInfo *buildssa.SSA) []*ssa.Function {
-	funcs := append([]*ssa.Function(nil), ssaInfo.SrcFuncs...)
+func packageFuncs(form form) []*ssa.Function {
+	funcs := append([]*ssa.Function(nil), form.funcs...)
 	var addWithClosures func(fn *ssa.Function)
 	addWithClosures = func(fn *ssa.Function) {
 		funcs = append(funcs, fn)
@@ -186,7 +186,7 @@ func packageFuncs(ssaInfo *buildssa.SSA) []*ssa.Function {
 			addWithClosures(anon)
 		}
 	}
-	if init := ssaInfo.Pkg.Func("init"); init != nil {
+	if init := form.pkg.Func("init"); init != nil {
 		addWithClosures(init)
 	}
 	return funcs

@@ -1,10 +1,6 @@
 package lockedcall
 
-import (
-	"go/types"
-
-	"golang.org/x/tools/go/analysis/passes/buildssa"
-)
+import "go/types"
 
 // The result of a method call on an interface of one of the module's internal
 // packages (xdsresource.Producer's WatchResource, which returns a cancel
@@ -75,7 +71,7 @@ func (c *checker) implResultVisible(tn *types.TypeName, iface *types.Interface, 
 	if !ok {
 		return false, true
 	}
-	ssaFn := c.pass.ResultOf[buildssa.Analyzer].(*buildssa.SSA).Pkg.Prog.FuncValue(fn)
+	ssaFn := c.form.pkg.Prog.FuncValue(fn)
 	return ssaFn != nil && c.resultVisible(ssaFn, i), true
 }
 

@@ -1,0 +1,139 @@
+package lockedcall
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"golang.org/x/tools/go/analysis"
+	analysischecker "golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/analysis/passes/buildssa"
+	"golang.org/x/tools/go/analysis/passes/ctrlflow"
+	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/go/ssa"
+)
+
+// formPackages are the packages the equivalence tests load, with everything
+// they import: every package of testdata, and standard library packages
+// chosen for their locks, hooks and functions that never return (the
+// runtime's throw, log.Fatal, testing's FailNow, go/types' unreachable).
+var formPackages = []string{"./...", "net/http", "log/slog", "testing", "os/exec", "go/types", "text/template"}
+
+// loadFormPackages loads formPackages from testdata's GOPATH tree, as
+// analysistest does, with their imports from source. The tests share one
+// load: analyses do not change the packages.
+func loadFormPackages(t *testing.T) []*packages.Package {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("loads and analyzes a few hundred packages")
+	}
+	pkgs, err := formLoad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+var formLoad = sync.OnceValues(func() ([]*packages.Package, error) {
+	gopath, err := filepath.Abs("testdata")
+	if err != nil {
+		return nil, err
+	}
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
+			packages.NeedTypes | packages.NeedTypesSizes | packages.NeedSyntax | packages.NeedTypesInfo |
+			packages.NeedDeps | packages.NeedModule,
+		Dir: filepath.Join(gopath, "src"),
+		Env: append(os.Environ(), "GOPATH="+gopath, "GO111MODULE=off", "GOWORK=off"),
+	}
+	pkgs, err := packages.Load(cfg, formPackages...)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			errs = append(errs, e)
+		}
+	})
+	return pkgs, errors.Join(errs...)
+})
+
+// TestTheFormIsBuildssas proves that the SSA form lockedcall builds for
+// itself is buildssa's, function by function and instruction by instruction,
+// and that its NoReturn facts are ctrlflow's, in every package loaded: what
+// the analysis sees did not change when it stopped requiring them.
+func TestTheFormIsBuildssas(t *testing.T) {
+	pkgs := loadFormPackages(t)
+	var mu sync.Mutex
+	var diffs []string
+	var packagesSeen, funcsSeen, noReturnSeen int
+	compare := &analysis.Analyzer{
+		Name:      "formcheck",
+		Doc:       "compares lockedcall's SSA form with buildssa's",
+		Requires:  []*analysis.Analyzer{buildssa.Analyzer, ctrlflow.Analyzer},
+		FactTypes: []analysis.Fact{new(NoReturn)},
+		Run: func(pass *analysis.Pass) (any, error) {
+			ours := buildForm(pass)
+			theirs := pass.ResultOf[buildssa.Analyzer].(*buildssa.SSA)
+			cfgs := pass.ResultOf[ctrlflow.Analyzer].(*ctrlflow.CFGs)
+			var found []string
+			never := 0
+			for _, decl := range funcDecls(pass) {
+				fn := pass.TypesInfo.Defs[decl.Name].(*types.Func)
+				ourNever := pass.ImportObjectFact(fn, new(NoReturn))
+				if ourNever != cfgs.NoReturn(fn) {
+					found = append(found, fmt.Sprintf("%s: NoReturn %t, ctrlflow says %t", fn.FullName(), ourNever, cfgs.NoReturn(fn)))
+				}
+				if ourNever {
+					never++
+				}
+			}
+			if len(ours.funcs) != len(theirs.SrcFuncs) {
+				found = append(found, fmt.Sprintf("%s: %d functions, buildssa has %d", pass.Pkg.Path(), len(ours.funcs), len(theirs.SrcFuncs)))
+			} else {
+				for i, fn := range ours.funcs {
+					if a, b := functionText(fn), functionText(theirs.SrcFuncs[i]); a != b {
+						found = append(found, fmt.Sprintf("%s differs:\n%s\nbuildssa:\n%s", fn, a, b))
+					}
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			diffs = append(diffs, found...)
+			packagesSeen++
+			funcsSeen += len(ours.funcs)
+			noReturnSeen += never
+			return nil, nil
+		},
+	}
+	if _, err := analysischecker.Analyze([]*analysis.Analyzer{compare}, pkgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range diffs {
+		if i == 10 {
+			t.Errorf("... and %d more", len(diffs)-10)
+			break
+		}
+		t.Error(d)
+	}
+	t.Logf("%d packages, %d functions, %d that never return", packagesSeen, funcsSeen, noReturnSeen)
+	// Enough to mean something: the standard library's packages that the
+	// chosen ones import, and the runtime's throw among those never returning.
+	if packagesSeen < 150 || noReturnSeen < 100 {
+		t.Errorf("compared %d packages and %d functions that never return; want at least 150 and 100", packagesSeen, noReturnSeen)
+	}
+}
+
+// functionText is fn's SSA as ssa.WriteFunction prints it: its blocks and
+// instructions, with the values and callees they name.
+func functionText(fn *ssa.Function) string {
+	var buf bytes.Buffer
+	ssa.WriteFunction(&buf, fn)
+	return buf.String()
+}
