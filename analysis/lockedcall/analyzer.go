@@ -56,6 +56,7 @@ func init() {
 type checker struct {
 	pass       *analysis.Pass
 	form       form
+	funcs      []*ssa.Function // the package's, in source order (see packageFuncs)
 	srcFuncs   map[*ssa.Function]bool
 	interfaces bool
 	reentry    bool
@@ -129,6 +130,7 @@ func run(pass *analysis.Pass) (any, error) {
 		importedObl: map[types.Object][]Obligation{},
 	}
 	funcs := packageFuncs(form)
+	c.funcs = funcs
 	for _, fn := range funcs {
 		c.srcFuncs[fn] = true
 	}
@@ -301,7 +303,7 @@ func (c *checker) standaloneCtx(fn *ssa.Function) *funcCtx {
 	}
 	if c.closureSites == nil {
 		c.closureSites = map[*ssa.Function]*ssa.MakeClosure{}
-		for src := range c.srcFuncs {
+		for _, src := range c.funcs {
 			for _, b := range src.Blocks {
 				for _, instr := range b.Instrs {
 					if mc, ok := instr.(*ssa.MakeClosure); ok {

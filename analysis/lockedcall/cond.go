@@ -132,7 +132,7 @@ func (c *checker) condSteps(f *types.Var) ([]string, bool) {
 			found.ok = false
 		}
 	}
-	for fn := range c.srcFuncs {
+	for _, fn := range c.funcs {
 		for _, b := range fn.Blocks {
 			for _, instr := range b.Instrs {
 				st, ok := instr.(*ssa.Store)

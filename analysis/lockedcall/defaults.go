@@ -150,7 +150,8 @@ func (c *checker) setterCalls() setters {
 	}
 	s := setters{funcs: map[string]bool{}, methods: map[string]bool{}}
 	ix := c.index()
-	for fn, sites := range ix.callSites {
+	for _, fn := range inSourceOrder(ix.callSites) {
+		sites := ix.callSites[fn]
 		fs, obj := c.fieldSetterOf(fn)
 		if fs == nil {
 			continue
@@ -163,7 +164,7 @@ func (c *checker) setterCalls() setters {
 			}
 		}
 	}
-	for k := range ix.escaped {
+	for _, k := range inSourceOrder(ix.escaped) {
 		if fn, ok := k.(*ssa.Function); ok {
 			if fs, obj := c.fieldSetterOf(fn); fs != nil {
 				s.funcs[obj.FullName()] = true
@@ -171,7 +172,8 @@ func (c *checker) setterCalls() setters {
 		}
 	}
 	var setterMethods map[string]bool
-	for name, sites := range ix.invokeSites {
+	for _, name := range sortedKeys(ix.invokeSites) {
+		sites := ix.invokeSites[name]
 		for _, site := range sites {
 			if !takesFunc(site.args) {
 				continue

@@ -3,7 +3,6 @@ package lockedcall
 import (
 	"fmt"
 	"go/types"
-	"sort"
 	"strings"
 
 	"golang.org/x/tools/go/ssa"
@@ -138,13 +137,4 @@ func (c *checker) effectPath(e LockEffect, args []ssa.Value, ctx *funcCtx) (p lo
 		}
 	}
 	return p, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -65,7 +65,7 @@ func (c *checker) lockedHelpers() map[*ssa.Function]helperWitness {
 	ix := c.index()
 	out := map[*ssa.Function]helperWitness{}
 	var candidates []*ssa.Function
-	for fn := range c.srcFuncs {
+	for _, fn := range c.funcs {
 		if fn.Parent() != nil || fn.Object() == nil {
 			continue
 		}
@@ -197,7 +197,11 @@ func mayDocumentLocked(doc string) bool {
 // witness holds, and returns what it calls from outside there.
 func (c *checker) helperFindings(helpers map[*ssa.Function]helperWitness) []finding {
 	var out []finding
-	for fn, w := range helpers {
+	for _, fn := range c.funcs { // in source order: the findings' order decides obligations
+		w, ok := helpers[fn]
+		if !ok {
+			continue
+		}
 		entry := newLockState()
 		held := c.helperLock(fn, w)
 		entry.held[held.path.key] = held

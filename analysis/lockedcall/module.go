@@ -231,8 +231,8 @@ func (c *checker) exportHooks(pkg *ssa.Package) {
 	}
 	c.exporting = true
 	defer func() { c.exporting = false }()
-	for _, m := range pkg.Members {
-		g, ok := m.(*ssa.Global)
+	for _, name := range sortedKeys(pkg.Members) {
+		g, ok := pkg.Members[name].(*ssa.Global)
 		if !ok || !token.IsExported(g.Name()) || g.Object() == nil || !holdsCode(g.Type().(*types.Pointer).Elem()) || !c.globalHoldsVisible(g) {
 			continue
 		}
@@ -246,7 +246,7 @@ func (c *checker) exportHooks(pkg *ssa.Package) {
 		}
 		c.pass.ExportObjectFact(g.Object(), &fact)
 	}
-	for v := range c.index().fieldStores {
+	for _, v := range inSourceOrder(c.index().fieldStores) {
 		if v.Pkg() == c.pass.Pkg && v.Exported() && holdsCode(v.Type()) && c.fieldHoldsVisible(v) {
 			c.pass.ExportObjectFact(v, &VisibleHook{Unset: len(c.index().fieldStores[v]) == 0})
 		}
@@ -338,13 +338,13 @@ func (c *checker) exportOutsideHooks() {
 			set[ref] = true
 		}
 	}
-	for g, stores := range ix.globalStores {
-		check(g.Object(), stores, ix.escaped[g])
+	for _, g := range inSourceOrder(ix.globalStores) {
+		check(g.Object(), ix.globalStores[g], ix.escaped[g])
 	}
-	for v, stores := range ix.fieldStores {
-		check(v, stores, ix.escaped[v])
+	for _, v := range inSourceOrder(ix.fieldStores) {
+		check(v, ix.fieldStores[v], ix.escaped[v])
 	}
-	for k := range ix.escaped {
+	for _, k := range inSourceOrder(ix.escaped) {
 		switch k := k.(type) {
 		case *ssa.Global:
 			check(k.Object(), nil, true)

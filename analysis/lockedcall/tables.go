@@ -58,7 +58,7 @@ func holdsCodeElems(t types.Type) bool {
 
 // tableUsesVisible checks every use of g in the package.
 func (c *checker) tableUsesVisible(g *ssa.Global) bool {
-	for fn := range c.srcFuncs {
+	for _, fn := range c.funcs {
 		ctx := c.standaloneCtx(fn)
 		for _, b := range fn.Blocks {
 			for _, instr := range b.Instrs {

@@ -91,7 +91,7 @@ func (c *checker) index() *storeIndex {
 		inProgress:        map[any]bool{},
 	}
 	c.stores = ix
-	for fn := range c.srcFuncs {
+	for _, fn := range c.funcs {
 		ctx := c.standaloneCtx(fn)
 		for _, b := range fn.Blocks {
 			for _, instr := range b.Instrs {

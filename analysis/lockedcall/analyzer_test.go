@@ -1,0 +1,136 @@
+package lockedcall
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/types"
+	"sync"
+	"testing"
+
+	"golang.org/x/tools/go/analysis"
+	analysischecker "golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/packages"
+)
+
+// runOutput is what one run of the analyzer over formPackages exported and
+// reported: facts keyed by package, object and fact type, and findings as
+// "position: message".
+type runOutput struct {
+	facts    map[string]analysis.Fact
+	findings map[string]bool
+}
+
+// TestEveryRunGivesTheSameFactsAndFindings runs the analysis three times:
+// the facts and the findings must not change. The analysis memoizes answers
+// to questions that depend on each other, so it must ask them in the same
+// order each time; a map's order changes from run to run (a FieldSetter fact
+// of testing.Benchmark came and went before the order was fixed).
+func TestEveryRunGivesTheSameFactsAndFindings(t *testing.T) {
+	pkgs := loadFormPackages(t)
+	first := firstFullRun(t)
+	for run := 2; run <= 3; run++ {
+		again := analyzeAll(t, pkgs)
+		compareFacts(t, first.facts, again.facts, fmt.Sprintf("run %d", run))
+		for f := range first.findings {
+			if !again.findings[f] {
+				t.Errorf("run %d lacks the finding %s", run, f)
+			}
+		}
+		for f := range again.findings {
+			if !first.findings[f] {
+				t.Errorf("only run %d has the finding %s", run, f)
+			}
+		}
+	}
+}
+
+// firstFullRun is the analysis of formPackages, run once for the tests that
+// compare other runs with it.
+func firstFullRun(t *testing.T) runOutput {
+	t.Helper()
+	out, err := firstFull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var firstFull = sync.OnceValues(func() (runOutput, error) {
+	pkgs, err := formLoad()
+	if err != nil {
+		return runOutput{}, err
+	}
+	return analyze(pkgs)
+})
+
+// analyzeAll runs the analyzer over pkgs and the packages they import.
+func analyzeAll(t *testing.T, pkgs []*packages.Package) runOutput {
+	t.Helper()
+	out, err := analyze(pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func analyze(pkgs []*packages.Package) (runOutput, error) {
+	graph, err := analysischecker.Analyze([]*analysis.Analyzer{Analyzer}, pkgs, nil)
+	if err != nil {
+		return runOutput{}, err
+	}
+	out := runOutput{facts: map[string]analysis.Fact{}, findings: map[string]bool{}}
+	for act := range graph.All() {
+		if act.Analyzer != Analyzer {
+			continue
+		}
+		if act.Err != nil {
+			return runOutput{}, fmt.Errorf("%s: %v", act.Package.PkgPath, act.Err)
+		}
+		fset := act.Package.Fset
+		for _, d := range act.Diagnostics {
+			out.findings[fmt.Sprintf("%s: %s", fset.Position(d.Pos), d.Message)] = true
+		}
+		pkg := act.Package.Types
+		for _, f := range act.AllObjectFacts() {
+			if f.Object.Pkg() == pkg {
+				key := fmt.Sprintf("%s: %s (%s): %T", act.Package.ID, types.ObjectString(f.Object, nil), fset.Position(f.Object.Pos()), f.Fact)
+				out.facts[key] = f.Fact
+			}
+		}
+		for _, f := range act.AllPackageFacts() {
+			if f.Package == pkg {
+				out.facts[fmt.Sprintf("%s: package: %T", act.Package.ID, f.Fact)] = f.Fact
+			}
+		}
+	}
+	return out, nil
+}
+
+// compareFacts reports each fact that is not in both sets alike.
+func compareFacts(t *testing.T, want, got map[string]analysis.Fact, what string) {
+	t.Helper()
+	for key, w := range want {
+		g, ok := got[key]
+		switch {
+		case !ok:
+			t.Errorf("%s: missing in %s; was %s", key, what, factText(w))
+		case factText(g) != factText(w):
+			t.Errorf("%s: %s in %s; was %s", key, factText(g), what, factText(w))
+		}
+	}
+	for key, g := range got {
+		if _, ok := want[key]; !ok {
+			t.Errorf("%s: only in %s: %s", key, what, factText(g))
+		}
+	}
+}
+
+// factText renders every field of a fact, including those its String leaves
+// out.
+func factText(f analysis.Fact) string {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Sprintf("%#v", f)
+	}
+	return string(b)
+}
