@@ -45,11 +45,19 @@ var interfaces bool
 // a mutex and locks it again (on by default).
 var reentry = true
 
+// factsOnly is the -factsonly flag: the package is analyzed only for the
+// facts of the packages that import it, as go vet analyzes a dependency
+// that it does not report on. The work that serves findings alone is left
+// out; the facts are the same (TestFactsOnlyExportsTheSameFacts).
+var factsOnly bool
+
 func init() {
 	Analyzer.Flags.BoolVar(&interfaces, "interfaces", false,
 		"also report interface method calls (ctx.Err(), w.Write) on parameters, fields and package variables made while a mutex is held")
 	Analyzer.Flags.BoolVar(&reentry, "reentry", true,
 		"report calls, under a mutex, of the module's own code that locks that mutex again (proven re-entry)")
+	Analyzer.Flags.BoolVar(&factsOnly, "factsonly", false,
+		"compute only the facts that importing packages need and report nothing, for a package analyzed only as a dependency (the lockedcall command sets it where go vet does that)")
 }
 
 // checker is the state of one pass: one package.
@@ -156,16 +164,23 @@ func run(pass *analysis.Pass) (any, error) {
 		c.exportSummary(fn)
 	}
 	c.exportFieldSetters()
-	helpers := c.lockedHelpers()
-	findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
-	findings = c.deferToCallers(findings)
-	findings = append(findings, c.checkObligations(funcs, findings)...)
-	if c.deferring() {
-		c.exportObligations()
-		c.exportPromises()
+	// Locked helpers, and the obligations of the packages called, serve
+	// findings alone, unless the package is internal: its own obligations
+	// are the findings it defers to its callers.
+	if !factsOnly || c.deferring() {
+		helpers := c.lockedHelpers()
+		findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
+		findings = c.deferToCallers(findings)
+		findings = append(findings, c.checkObligations(funcs, findings)...)
+		if c.deferring() {
+			c.exportObligations()
+			c.exportPromises()
+		}
+		findings = append(findings, c.reentries...)
+		if !factsOnly {
+			c.reportAll(findings)
+		}
 	}
-	findings = append(findings, c.reentries...)
-	c.reportAll(findings)
 	if summaryFacts {
 		c.exportAcquires(funcs)
 		c.exportHooks(form.pkg) // last: it may accept hooks that the package's own checks do not

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/types"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -20,6 +21,34 @@ type runOutput struct {
 	findings map[string]bool
 }
 
+// TestFactsOnlyExportsTheSameFacts proves that -factsonly, which go vet's
+// runs over dependencies get, leaves out work and not facts: every fact of
+// every package loaded is the same with and without it, and a run with it
+// reports nothing.
+func TestFactsOnlyExportsTheSameFacts(t *testing.T) {
+	pkgs := loadFormPackages(t)
+	full := firstFullRun(t)
+	only := analyzeAll(t, pkgs, true)
+	if len(only.findings) != 0 {
+		t.Errorf("-factsonly reported %d findings, want none", len(only.findings))
+	}
+	if len(full.findings) == 0 {
+		t.Error("the full analysis reported nothing: the packages test nothing")
+	}
+	compareFacts(t, full.facts, only.facts, "-factsonly")
+	kinds := map[string]int{}
+	for _, f := range full.facts {
+		kinds[reflect.TypeOf(f).Elem().Name()]++
+	}
+	t.Logf("%d root packages, %d facts by kind %v, %d findings without -factsonly", len(pkgs), len(full.facts), kinds, len(full.findings))
+	// Every kind of fact the analyzer exports must have been compared.
+	for _, f := range Analyzer.FactTypes {
+		if name := reflect.TypeOf(f).Elem().Name(); kinds[name] == 0 {
+			t.Errorf("no %s fact among the packages: the comparison does not cover it", name)
+		}
+	}
+}
+
 // TestEveryRunGivesTheSameFactsAndFindings runs the analysis three times:
 // the facts and the findings must not change. The analysis memoizes answers
 // to questions that depend on each other, so it must ask them in the same
@@ -29,7 +58,7 @@ func TestEveryRunGivesTheSameFactsAndFindings(t *testing.T) {
 	pkgs := loadFormPackages(t)
 	first := firstFullRun(t)
 	for run := 2; run <= 3; run++ {
-		again := analyzeAll(t, pkgs)
+		again := analyzeAll(t, pkgs, false)
 		compareFacts(t, first.facts, again.facts, fmt.Sprintf("run %d", run))
 		for f := range first.findings {
 			if !again.findings[f] {
@@ -44,8 +73,8 @@ func TestEveryRunGivesTheSameFactsAndFindings(t *testing.T) {
 	}
 }
 
-// firstFullRun is the analysis of formPackages, run once for the tests that
-// compare other runs with it.
+// firstFullRun is the analysis of formPackages without -factsonly, run once
+// for the tests that compare other runs with it.
 func firstFullRun(t *testing.T) runOutput {
 	t.Helper()
 	out, err := firstFull()
@@ -60,20 +89,23 @@ var firstFull = sync.OnceValues(func() (runOutput, error) {
 	if err != nil {
 		return runOutput{}, err
 	}
-	return analyze(pkgs)
+	return analyze(pkgs, false)
 })
 
 // analyzeAll runs the analyzer over pkgs and the packages they import.
-func analyzeAll(t *testing.T, pkgs []*packages.Package) runOutput {
+func analyzeAll(t *testing.T, pkgs []*packages.Package, only bool) runOutput {
 	t.Helper()
-	out, err := analyze(pkgs)
+	out, err := analyze(pkgs, only)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-func analyze(pkgs []*packages.Package) (runOutput, error) {
+func analyze(pkgs []*packages.Package, only bool) (runOutput, error) {
+	old := factsOnly
+	factsOnly = only
+	defer func() { factsOnly = old }()
 	graph, err := analysischecker.Analyze([]*analysis.Analyzer{Analyzer}, pkgs, nil)
 	if err != nil {
 		return runOutput{}, err

@@ -257,6 +257,19 @@
 // that it finds by itself (its own table's elements, its package variables)
 // are not carried across packages.
 //
+// The analyzer builds the package's SSA form itself, as buildssa does but
+// without ctrlflow and inspect, whose control-flow graphs and inspector it
+// would not read. It exports its own NoReturn fact for the functions that
+// never return, so that the form is buildssa's, instruction for instruction.
+// With -factsonly it computes the facts alone and reports nothing, for a
+// package analyzed only for the packages that import it: the locked helpers
+// and the obligations of the packages called serve findings alone, and are
+// left out unless the package is internal. The lockedcall command sets the
+// flag where go vet analyzes a dependency; another driver that analyzes
+// dependencies for their facts may set it too. The facts are the same with
+// and without it, and from one run to the next: questions that depend on each
+// other's answers are asked in source order, never in a map's order.
+//
 // # Limits
 //
 //   - Across packages, only the outside calls a callee reaches from its
