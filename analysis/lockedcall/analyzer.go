@@ -164,6 +164,13 @@ func run(pass *analysis.Pass) (any, error) {
 		c.exportSummary(fn)
 	}
 	c.exportFieldSetters()
+	if summaryFacts {
+		// Before the findings-only work below: what a function of a cycle
+		// of calls acquires depends on which of the cycle's functions is
+		// asked first (see acquiresOf), so the facts are asked for at the
+		// same point with and without -factsonly.
+		c.exportAcquires(funcs)
+	}
 	// Locked helpers, and the obligations of the packages called, serve
 	// findings alone, unless the package is internal: its own obligations
 	// are the findings it defers to its callers.
@@ -182,7 +189,6 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 	}
 	if summaryFacts {
-		c.exportAcquires(funcs)
 		c.exportHooks(form.pkg) // last: it may accept hooks that the package's own checks do not
 		c.exportOutsideHooks()
 		c.exportSetterCalls()

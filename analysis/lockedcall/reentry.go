@@ -72,6 +72,10 @@ const maxAcquired = 8
 
 // acquiresOf returns the mutexes fn may lock as it runs: from its body in
 // this package (wrappers and closures included), from its fact in another.
+// In a cycle of calls (a → b → a), the function asked first sees what the
+// others lock, and they see nothing of its own: what each lists depends on
+// which is asked first. The analysis asks in the same order in every run,
+// with -factsonly too (the revorder fixture in testdata).
 func (c *checker) acquiresOf(fn *ssa.Function) []Acquisition {
 	if origin := fn.Origin(); origin != nil {
 		fn = origin
