@@ -79,19 +79,42 @@ func noReturns(pass *analysis.Pass) map[*types.Func]bool {
 	for _, fn := range order {
 		judge(fn)
 	}
-	for _, file := range pass.Files {
-		ast.Inspect(file, func(n ast.Node) bool {
-			if stmt, ok := n.(*ast.ExprStmt); ok {
-				if call, ok := stmt.X.(*ast.CallExpr); ok {
-					if fn := typeutil.StaticCallee(pass.TypesInfo, call); fn != nil && decls[fn] == nil && pass.ImportObjectFact(fn, new(NoReturn)) {
-						noReturn[fn] = true
-					}
+	// ctrlflow asks about the calls in the bodies it builds a graph of: every
+	// function literal's, and every declared function's whose answer is not
+	// known without it.
+	var calls func(n ast.Node) bool
+	calls = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if _, known := knownNoReturn(pass.TypesInfo.Defs[n.Name].(*types.Func)); known {
+				ast.Inspect(n, literalsOnly(calls))
+				return false
+			}
+		case *ast.ExprStmt:
+			if call, ok := n.X.(*ast.CallExpr); ok {
+				if fn := typeutil.StaticCallee(pass.TypesInfo, call); fn != nil && decls[fn] == nil && pass.ImportObjectFact(fn, new(NoReturn)) {
+					noReturn[fn] = true
 				}
 			}
-			return true
-		})
+		}
+		return true
+	}
+	for _, file := range pass.Files {
+		ast.Inspect(file, calls)
 	}
 	return noReturn
+}
+
+// literalsOnly returns an inspector that hands each function literal it
+// meets, and only those, to visit.
+func literalsOnly(visit func(ast.Node) bool) func(ast.Node) bool {
+	return func(n ast.Node) bool {
+		if lit, ok := n.(*ast.FuncLit); ok {
+			ast.Inspect(lit, visit)
+			return false
+		}
+		return true
+	}
 }
 
 var panicBuiltin = types.Universe.Lookup("panic")
@@ -99,8 +122,9 @@ var panicBuiltin = types.Universe.Lookup("panic")
 // knownNoReturn says whether fn is one of the functions whose answer is
 // known without their body: the process and goroutine exits, whose bodies are
 // assembly or loop on a system call, and the fatal methods of common loggers,
-// which end in a call through a hook. Two functions whose bodies only panic
-// are known to return: the compiler replaces their calls.
+// which end in a call through a hook. internal/abi.EscapeNonString, whose
+// body only panics, is known to return: the compiler replaces its calls; so
+// is hash/maphash.Comparable, which calls it.
 func knownNoReturn(fn *types.Func) (never, known bool) {
 	if fn.Pkg() == nil {
 		return false, false
