@@ -150,7 +150,7 @@ func (c *checker) setterCalls() setters {
 	}
 	s := setters{funcs: map[string]bool{}, methods: map[string]bool{}}
 	ix := c.index()
-	for _, fn := range inSourceOrder(ix.callSites) {
+	for _, fn := range inIndexOrder(ix, ix.callSites) {
 		sites := ix.callSites[fn]
 		fs, obj := c.fieldSetterOf(fn)
 		if fs == nil {
@@ -164,7 +164,7 @@ func (c *checker) setterCalls() setters {
 			}
 		}
 	}
-	for _, k := range inSourceOrder(ix.escaped) {
+	for _, k := range inIndexOrder(ix, ix.escaped) {
 		if fn, ok := k.(*ssa.Function); ok {
 			if fs, obj := c.fieldSetterOf(fn); fs != nil {
 				s.funcs[obj.FullName()] = true

@@ -246,7 +246,7 @@ func (c *checker) exportHooks(pkg *ssa.Package) {
 		}
 		c.pass.ExportObjectFact(g.Object(), &fact)
 	}
-	for _, v := range inSourceOrder(c.index().fieldStores) {
+	for _, v := range inIndexOrder(c.index(), c.index().fieldStores) {
 		if v.Pkg() == c.pass.Pkg && v.Exported() && holdsCode(v.Type()) && c.fieldHoldsVisible(v) {
 			c.pass.ExportObjectFact(v, &VisibleHook{Unset: len(c.index().fieldStores[v]) == 0})
 		}
@@ -338,13 +338,13 @@ func (c *checker) exportOutsideHooks() {
 			set[ref] = true
 		}
 	}
-	for _, g := range inSourceOrder(ix.globalStores) {
+	for _, g := range inIndexOrder(ix, ix.globalStores) {
 		check(g.Object(), ix.globalStores[g], ix.escaped[g])
 	}
-	for _, v := range inSourceOrder(ix.fieldStores) {
+	for _, v := range inIndexOrder(ix, ix.fieldStores) {
 		check(v, ix.fieldStores[v], ix.escaped[v])
 	}
-	for _, k := range inSourceOrder(ix.escaped) {
+	for _, k := range inIndexOrder(ix, ix.escaped) {
 		switch k := k.(type) {
 		case *ssa.Global:
 			check(k.Object(), nil, true)

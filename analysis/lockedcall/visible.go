@@ -52,6 +52,10 @@ type storeIndex struct {
 	verdicts   map[any]bool // memoized answers
 	inProgress map[any]bool
 	assumed    int // how many answers relied on a question still in progress
+
+	// seen numbers the keys of fieldStores, globalStores, escaped and
+	// callSites in the order the scan first met them (see inIndexOrder).
+	seen map[any]int
 }
 
 type storedValue struct {
@@ -89,6 +93,7 @@ func (c *checker) index() *storeIndex {
 		atomicEscaped:     map[*types.Var]bool{},
 		ifaceTargets:      map[*types.TypeName][]types.Type{},
 		inProgress:        map[any]bool{},
+		seen:              map[any]int{},
 	}
 	c.stores = ix
 	for _, fn := range c.funcs {
@@ -112,9 +117,11 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 		switch addr := instr.Addr.(type) {
 		case *ssa.FieldAddr:
 			if v := fieldVar(addr.X.Type(), addr.Field); v != nil {
+				ix.note(v)
 				ix.fieldStores[v] = append(ix.fieldStores[v], storedValue{instr.Val, ctx})
 			}
 		case *ssa.Global:
+			ix.note(addr)
 			ix.globalStores[addr] = append(ix.globalStores[addr], storedValue{instr.Val, ctx})
 		}
 	case *ssa.MapUpdate:
@@ -129,6 +136,7 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 		// &x.f handed to anything but a load or a store can be written
 		// through where the index cannot see it.
 		if v := fieldVar(instr.X.Type(), instr.Field); v != nil && holdsCode(v.Type()) && !onlyLoadedOrStored(instr) {
+			ix.note(v)
 			ix.escaped[v] = true
 		}
 	case ssa.CallInstruction:
@@ -137,6 +145,7 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 			ix.invoked[common.Method.Name()] = true
 			ix.invokeSites[common.Method.Name()] = append(ix.invokeSites[common.Method.Name()], storedCall{common.Args, ctx, instr})
 		} else if fn, ok := common.Value.(*ssa.Function); ok && fn.Parent() == nil {
+			ix.note(fn)
 			ix.callSites[fn] = append(ix.callSites[fn], storedCall{common.Args, ctx, instr})
 		}
 	}
@@ -145,14 +154,17 @@ func (ix *storeIndex) scan(instr ssa.Instruction, ctx *funcCtx) {
 		switch v := (*op).(type) {
 		case *ssa.Global:
 			if holdsCode(v.Type().(*types.Pointer).Elem()) && !globalUseTracked(instr, v) {
+				ix.note(v)
 				ix.escaped[v] = true
 			}
 		case *ssa.Function:
 			if call, ok := instr.(ssa.CallInstruction); ok && i == 0 && call.Common().Value == v {
 				continue // the callee of a static call
 			}
+			ix.note(v)
 			ix.escaped[v] = true
 			if obj := v.Object(); obj != nil {
+				ix.note(obj)
 				ix.escaped[obj] = true // a method value or expression: a wrapper calls it
 			}
 		}
