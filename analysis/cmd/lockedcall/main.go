@@ -20,7 +20,7 @@
 // As go vet's tool, it analyzes a dependency of the packages named only for
 // its facts (-factsonly), and lets each run's heap grow to 64 MiB before the
 // first collection (unless GOGC or GOMEMLIMIT is set): it then costs about
-// what go vet costs, in time, and 1.2 times its memory (see FINDINGS.md).
+// what go vet costs in time, and 1.2 to 1.3 times its memory (FINDINGS.md).
 //
 // The -interfaces flag also reports interface method calls on parameters,
 // fields and package variables. See package
