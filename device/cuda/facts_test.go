@@ -16,6 +16,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -120,8 +121,9 @@ func TestChildMemoryThroughNVML(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, info.Integrated)
 	assert.Equal(t, os.Getenv("GPUINIT_FAKE_CUDA_PAGEABLE") == "1", info.PageableMemoryAccess)
+	childtest.HealthSettled(t, r)
 	for ordinal := range 2 {
-		allocs := testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) })
+		allocs := childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) })
 		if !raceEnabled || ordinal == 0 { // the race detector's hooks in syscall.Read allocate
 			assert.Zero(t, allocs, "device %d: the steady path allocates nothing", ordinal)
 		}
@@ -169,7 +171,8 @@ func TestChildMIGFacts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, whole.MIG)
 	if !raceEnabled {
-		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "a MIG slice's read allocates nothing")
+		childtest.HealthSettled(t, r)
+		assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "a MIG slice's read allocates nothing")
 	}
 }
 
@@ -199,7 +202,8 @@ func TestChildMIGInstancesAsDevices(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, driver.Memory{Free: want.free, Total: 10737418240, Source: driver.MemoryNVML}, m, "device %d: its own slice", ordinal)
 		if !raceEnabled {
-			assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) }), "device %d", ordinal)
+			childtest.HealthSettled(t, r)
+			assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) }), "device %d", ordinal)
 		}
 	}
 	// A second Runtime over the same driver sees the same three: dedupe is by

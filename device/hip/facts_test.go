@@ -13,6 +13,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,6 +128,7 @@ func TestChildTargetsAndMemory(t *testing.T) {
 			"MemAvailable binds: both figures the host's (MemTotal), not GTT's total beside the host's free")
 	}
 	if !raceEnabled {
-		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "an APU's read allocates nothing")
+		childtest.HealthSettled(t, r)
+		assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "an APU's read allocates nothing")
 	}
 }
