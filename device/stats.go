@@ -98,3 +98,17 @@ func (r *Runtime) Stats() Stats {
 	}
 	return s
 }
+
+// HealthSettled reports whether the health watch has said something of
+// every device: that it watches it and has read its counters (or failed
+// to), or why it cannot. Until then the watch is starting, and a probe that
+// reports health once, such as gpuprobe, waits for it on Changed. It is
+// false before a successful init.
+func (s Stats) HealthSettled() bool {
+	for _, h := range s.Health {
+		if !h.settled() {
+			return false
+		}
+	}
+	return s.Health != nil
+}

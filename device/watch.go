@@ -65,6 +65,16 @@ type DeviceHealth struct {
 	HungCall string
 }
 
+// settled reports whether the health watch has said something of the
+// device: that it watches it and has read its counters (or failed to), or
+// why it cannot. Until then the watch is starting.
+func (h DeviceHealth) settled() bool {
+	if h.Watched {
+		return h.Counters != nil || h.WatchError != ""
+	}
+	return h.Why != healthwatch.NotStarted
+}
+
 // view is what the Runtime publishes of its devices' health and losses. It
 // is remade at each change and read without a lock. Nothing in it is
 // modified.

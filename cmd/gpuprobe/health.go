@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -42,7 +41,7 @@ func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, r
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for !healthSettled(rt.Stats().Health) {
+	for !rt.Stats().HealthSettled() {
 		select {
 		case <-ctx.Done():
 		case <-deadline.C:
@@ -68,18 +67,6 @@ func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, r
 	for _, l := range rt.Stats().Lost {
 		rep.Lost = append(rep.Lost, health.Lost{Ordinal: l.Ordinal, Source: string(l.Source), Error: health.ErrorOf(l), At: l.At})
 	}
-}
-
-// healthSettled reports whether the watch has said something of every
-// device: that it watches it and read its counters (or failed to), or why it
-// cannot. A watch that reads no counters settles at healthSettle.
-func healthSettled(hs []device.DeviceHealth) bool {
-	for _, h := range hs {
-		if (!h.Watched && strings.Contains(h.Why, "has not started yet")) || (h.Watched && h.Counters == nil && h.WatchError == "") {
-			return false
-		}
-	}
-	return hs != nil
 }
 
 // deviceMetrics renders each device's health, canary and losses as metrics.

@@ -66,6 +66,10 @@ func (d *Device) watchedBy(source, whyNot string) {
 // persistenceHint is the advice for a GPU without persistence mode.
 const persistenceHint = "persistence mode is off: the driver tears the GPU down when no process holds it, so each process's init pays 1-3 s per GPU again (ECC scrubbing; NVIDIA's driver persistence docs): run nvidia-persistenced, or nvidia-smi -pm 1"
 
+// NotStarted is a device's Why from Start until the backend's watch has
+// said something of it.
+const NotStarted = "unknown: the health watch has not started yet"
+
 // Watch is one Runtime's health watch over its devices. Its methods are safe
 // for concurrent use.
 type Watch struct {
@@ -121,7 +125,7 @@ func (w *Watch) Start(b driver.Backend) {
 	w.mu.Lock()
 	w.cancel, w.done = cancel, done
 	for i := range w.devices {
-		w.devices[i].Why = "unknown: the health watch has not started yet"
+		w.devices[i].Why = NotStarted
 	}
 	w.publish()
 	w.mu.Unlock()
