@@ -127,14 +127,10 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 		c = &choice{reg: reg, backend: backend}
 	}
 	if preflight != nil && !driverInitialized(c.backend) {
-		if !r.stop.enter() {
-			return b, nil, nil, false, ErrClosed
-		}
 		b.Attempts++
 		b = r.moveTo(b, PhasePreflight, reg.Name)
 		rep, err := runPreflight(ctx, *preflight, reg, b.Attempts)
-		r.stop.leave()
-		if r.stop.closed.Load() {
+		if r.closed() {
 			return b, nil, nil, false, ErrClosed // the child was killed, or answered too late
 		}
 		if rep.DriverVersion != 0 {
@@ -151,7 +147,7 @@ func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Regist
 			return b, nil, nil, true, err
 		}
 	}
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return b, nil, nil, false, ErrClosed
 	}
 	b = r.moveTo(b, PhaseDriver, reg.Name)

@@ -60,7 +60,7 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 // initialization has found them. The watch may start off; SetCallDeadline
 // can turn it on later. The Runtime owns the watch, and Shutdown stops it.
 func (r *Runtime) startWatching(n int) {
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return
 	}
 	w := callwatch.New(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
@@ -71,7 +71,7 @@ func (r *Runtime) startWatching(n int) {
 	// A SetCallDeadline between the read above and the store saw no watch:
 	// read again now that it can see this one.
 	w.SetDeadline(r.callDeadlineNow())
-	if r.stop.closed.Load() { // Shutdown ran meanwhile and may have missed w
+	if r.closed() { // Shutdown ran meanwhile and may have missed w
 		w.Close()
 	}
 }
@@ -91,10 +91,11 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	if lost, ok := r.findLost(ordinal); ok {
 		return lost
 	}
-	if !r.inFlight.enter() {
+	n, ok := r.closing.enterCall(ordinal)
+	if !ok {
 		return ErrClosed
 	}
-	defer r.inFlight.leave()
+	defer r.closing.leaveCall(n)
 	w := r.calls.Load()
 	if w == nil {
 		return fn()

@@ -49,16 +49,16 @@ func (r *Runtime) Devices(ctx context.Context) ([]Info, error) {
 // init has succeeded the devices are not known. The error for an ordinal of
 // 0 or more then also wraps [driver.ErrNotInitialized]. For a lost device it
 // returns the device's [LostDevice], which wraps [ErrDeviceLost]. After
-// Shutdown it returns [ErrClosed].
+// Shutdown it returns [ErrClosed], before anything else.
 func (r *Runtime) CheckDevice(ordinal int) error {
+	if r.closed() {
+		return ErrClosed
+	}
 	if err := r.checkOrdinal(ordinal); err != nil {
 		return err
 	}
 	if lost, ok := r.findLost(ordinal); ok {
 		return lost
-	}
-	if r.stop.closed.Load() {
-		return ErrClosed
 	}
 	return nil
 }

@@ -40,3 +40,7 @@ func CallMonitorScanning(r *Runtime) bool {
 	w := r.calls.Load()
 	return w != nil && w.Scanning()
 }
+
+// AddRuntime is what auto's successful init does with its Runtime: give it
+// name in g.
+func AddRuntime(g *Registry, name string, r *Runtime) { g.runtimes.add(name, r) }

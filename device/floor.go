@@ -39,7 +39,7 @@ func (r *Runtime) RequireDriverVersion(backend string, version int) error {
 		return fmt.Errorf("device: RequireDriverVersion(%q, %d): want a positive version in the %s driver's numbering (CUDA: 12040 for 12.4)",
 			backend, version, backend)
 	}
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	r.settings.mu.Lock()

@@ -3,8 +3,6 @@ package device
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -24,7 +22,7 @@ import (
 // A nil ctx panics, naming Init.
 func (r *Runtime) Init(ctx context.Context) error {
 	nilContext(ctx, "Init")
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	return r.said(r.init.Init(ctx))
@@ -61,7 +59,7 @@ func (r *Runtime) said(err error) error {
 // A nil ctx panics, naming Start.
 func (r *Runtime) Start(ctx context.Context) error {
 	nilContext(ctx, "Start")
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	return r.init.Start(ctx)
@@ -86,7 +84,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 // A nil ctx panics, naming LazyCall.
 func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
 	nilContext(ctx, "LazyCall")
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	return r.init.CallDepth(ctx, 1, fn)
@@ -97,7 +95,7 @@ func (r *Runtime) LazyCall(ctx context.Context, fn lazy.Func) error {
 // A nil ctx panics, naming LazyCallDepth.
 func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) error {
 	nilContext(ctx, "LazyCallDepth")
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	return r.init.CallDepth(ctx, depth+1, fn)
@@ -113,8 +111,23 @@ func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) er
 // With one candidate, its own error is returned. With several, a
 // *NoBackendError lists each one's. Every failure carries its class.
 func (r *Runtime) initialize(ctx context.Context) error {
-	ctx, unbind := r.stop.bind(ctx) // Shutdown kills a child under way and ends a wait
+	if !r.closing.enterInit() {
+		return ErrClosed
+	}
+	defer r.closing.leaveInit()
+	ctx, unbind := r.closing.bind(ctx) // Shutdown kills a child under way and ends a wait
 	defer unbind()
+	err := r.bringUpFirst(ctx)
+	if err != nil && r.closed() {
+		// Shutdown ended it: whatever the backend made of its ended ctx,
+		// this is no failure of the GPU's.
+		return ErrClosed
+	}
+	return err
+}
+
+// bringUpFirst is initialize's work, until a candidate is up or none is.
+func (r *Runtime) bringUpFirst(ctx context.Context) error {
 	b := r.moveTo(BringUp{}, "", "")
 	floors, preflight, err := r.readSettings()
 	if err != nil {
@@ -137,7 +150,7 @@ func (r *Runtime) initialize(ctx context.Context) error {
 			var c *choice
 			var devices []Info
 			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
-			if err == nil && r.stop.closed.Load() {
+			if err == nil && r.closed() {
 				// The driver's init in this process outlasted Shutdown: start nothing.
 				err = ErrClosed
 			}
@@ -174,11 +187,10 @@ func (r *Runtime) initialize(ctx context.Context) error {
 		}
 		b.Next = time.Now().Add(backoff)
 		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
-		if !r.stop.enter() {
+		retryWait(ctx, backoff)
+		if r.closed() {
 			return ErrClosed
 		}
-		retryWait(ctx, backoff)
-		r.stop.leave()
 		b.Next = time.Time{}
 		backoff = min(2*backoff, preflight.MaxBackoff)
 		pending = retry
@@ -188,132 +200,19 @@ func (r *Runtime) initialize(ctx context.Context) error {
 // watchAfterInit starts what watches the devices once init has found them.
 // That is the call watch, and the backend's health watch with the record of
 // losses.
+//
+// Shutdown may run meanwhile. It marks the Runtime closed before it looks
+// for the watch, and this stores the watch before it looks at closed: so
+// one of the two sees the other. A watch Shutdown canceled never starts.
 func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
+	r.closing.countCalls(n)
 	r.startWatching(n)
 	w := healthwatch.New(r.Name(), n, r.republish, r.callDeadlineNow)
 	if !r.watch.CompareAndSwap(nil, w) {
 		return
 	}
 	r.republish()
-	if !r.stop.closed.Load() {
+	if !r.closed() {
 		w.Start(b)
-	}
-}
-
-// shutdown is a Runtime's Shutdown. done closes when the first one is over.
-// err is what it found.
-type shutdown struct {
-	once sync.Once
-	done chan struct{}
-	err  error
-
-	mu    sync.Mutex // protects hooks
-	hooks []func(context.Context) error
-}
-
-// RegisterOnShutdown registers f to run when Shutdown starts, with
-// Shutdown's context. It runs before the Runtime stops its watches. The
-// health handlers and the generators over the Runtime register their Close
-// here (health.New and rng.New do). One Shutdown then stops all three. f's
-// error is joined into Shutdown's. Registered after Shutdown has started, f
-// runs at once, with an ended context.
-func (r *Runtime) RegisterOnShutdown(f func(ctx context.Context) error) {
-	r.shutdown.mu.Lock()
-	if !r.stop.closed.Load() {
-		r.shutdown.hooks = append(r.shutdown.hooks, f)
-		r.shutdown.mu.Unlock()
-		return
-	}
-	r.shutdown.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = f(ctx)
-}
-
-// Shutdown shuts the Runtime down, as [net/http.Server.Shutdown] does. From
-// its start every call returns [ErrClosed]. Stats, Name and the versions
-// still answer. Open of its name gives a fresh Runtime.
-//
-// Shutdown runs the functions registered with RegisterOnShutdown. It kills a
-// preflight child under way and ends the preflight's waits. It stops the
-// call watch and the health watch. Then it waits for the calls in flight
-// (Do's functions, draws, memory reads) until ctx ends.
-//
-// What is still in the driver when ctx ends is abandoned, never waited for:
-// a health watch's call, or a call that hung. Its goroutine stays blocked in
-// the driver. The result says what was abandoned, and so does Stats. The
-// result then wraps ctx.Err().
-//
-// Shutdown is safe to call more than once, from many goroutines. Each call
-// waits for the first one's work, as long as its own ctx allows. It then
-// returns the first one's result; if its ctx ends first, an error wrapping
-// ctx.Err().
-func (r *Runtime) Shutdown(ctx context.Context) error {
-	nilContext(ctx, "Shutdown")
-	first := false
-	r.shutdown.once.Do(func() {
-		first = true
-		r.shutdown.done = make(chan struct{})
-	})
-	if first {
-		r.shutdown.err = r.shutDown(ctx)
-		close(r.shutdown.done)
-		return r.shutdown.err
-	}
-	select {
-	case <-r.shutdown.done:
-		return r.shutdown.err
-	case <-ctx.Done():
-		return fmt.Errorf("device: shutdown of the %s runtime still under way: %w", r.Name(), ctx.Err())
-	}
-}
-
-// shutDown is the first Shutdown's work.
-func (r *Runtime) shutDown(ctx context.Context) error {
-	r.shutdown.mu.Lock()
-	r.stop.markClosed()
-	hooks := r.shutdown.hooks
-	r.shutdown.mu.Unlock()
-	if r.registry != nil {
-		r.registry.runtimes.forget(r)
-	}
-	var errs []error
-	for _, f := range hooks {
-		if err := f(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var abandoned []string
-	if !r.stop.close(ctx) {
-		abandoned = append(abandoned, "a preflight child")
-	}
-	if w := r.calls.Load(); w != nil {
-		w.Close()
-	}
-	if w := r.watch.Load(); w != nil && w.Stop(ctx) {
-		abandoned = append(abandoned, "the health watch, in its driver call")
-	}
-	if n := r.inFlight.wait(ctx); n > 0 {
-		abandoned = append(abandoned, fmt.Sprintf("%d driver call(s) in flight", n))
-	}
-	if len(abandoned) > 0 {
-		errs = append(errs, fmt.Errorf("device: the %s runtime shut down, abandoning %s: %w", r.Name(), joinAnd(abandoned), ctx.Err()))
-	}
-	return errors.Join(errs...)
-}
-
-// joinAnd joins words as a sentence does: "a, b and c".
-func joinAnd(words []string) string {
-	switch n := len(words); n {
-	case 0:
-		return ""
-	case 1:
-		return words[0]
-	default:
-		s := words[0]
-		for _, w := range words[1 : n-1] {
-			s += ", " + w
-		}
-		return s + " and " + words[n-1]
 	}
 }

@@ -83,7 +83,7 @@ func (r *Runtime) classify(op string, code int) *DriverError {
 // and returns [ErrClosed]. A nil err records nothing and reports whether the
 // device is lost.
 func (r *Runtime) ReportError(ordinal int, err error) error {
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	if cerr := r.checkOrdinal(ordinal); cerr != nil {

@@ -115,7 +115,7 @@ func (p Preflight) withDefaults() Preflight {
 // the preflight off. A deadline replaces p.Deadline. "on" changes nothing. A
 // value that does not parse is an error here, naming the variable.
 func (r *Runtime) UsePreflight(p Preflight) error {
-	if r.stop.closed.Load() {
+	if r.closed() {
 		return ErrClosed
 	}
 	if _, err := preflightFromEnv(&p); err != nil {

@@ -75,11 +75,9 @@ type Runtime struct {
 	watch          atomic.Pointer[healthwatch.Watch] // the health watch and losses; from init on
 	view           atomic.Pointer[view]              // what the watch knows, for lock-free reads
 	views          views
-	canaries       sync.Map  // ordinal -> when its canary in flight started
-	driverVersions sync.Map  // backend name -> the driver version it read before it failed
-	stop           *stopping // Shutdown: nothing more starts, and preflights end
-	inFlight       inFlight  // the calls into the devices' drivers under way
-	shutdown       shutdown
+	canaries       sync.Map                    // ordinal -> when its canary in flight started
+	driverVersions sync.Map                    // backend name -> the driver version it read before it failed
+	closing        closing                     // Shutdown's one state: closed, and what it waits for
 	failedCalls    failedCalls                 // queued calls that failed when they ran
 	saidFailure    atomic.Pointer[initFailure] // the memoized failure as Init says it
 }
@@ -102,8 +100,8 @@ func New(b driver.Backend, opts ...lazy.Option) *Runtime {
 // newRuntime makes a Runtime over candidates. A non-nil b is the opened
 // backend of the only one.
 func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
-	r := &Runtime{registry: g, candidates: candidates, auto: auto, stop: newStopping()}
-	r.inFlight.drained = make(chan struct{}, 1)
+	r := &Runtime{registry: g, candidates: candidates, auto: auto}
+	r.closing.init()
 	r.view.Store(&view{changed: make(chan struct{})})
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})

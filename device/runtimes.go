@@ -27,13 +27,18 @@ func (t *runtimeTable) get(name string) *Runtime {
 	return t.byName[name]
 }
 
-// add gives name the Runtime r, unless another Open gave it one meanwhile.
-// It returns the Runtime name has now.
+// add gives name the Runtime r, unless another Open gave it one meanwhile,
+// or r is closed. It returns the Runtime name has now. Shutdown marks r
+// closed before forget takes the lock, so a closed Runtime is never added
+// back after forget.
 func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if have := t.byName[name]; have != nil {
 		return have
+	}
+	if r.closed() {
+		return r
 	}
 	if t.byName == nil {
 		t.byName = map[string]*Runtime{}

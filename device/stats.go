@@ -49,6 +49,11 @@ type Stats struct {
 	// ErrorCounts counts the errors reported per device that left it in
 	// service.
 	ErrorCounts map[int]int64
+	// Devices are the devices the initialization found, by ordinal, as
+	// [Runtime.Devices] describes them. It is nil until the driver's init
+	// has found them. They stay after Shutdown, which refuses Devices, so that a status
+	// page still lists them.
+	Devices []Info
 	// Health is each device's health, by ordinal. It is nil before a
 	// successful init.
 	Health []DeviceHealth
@@ -76,7 +81,7 @@ type Stats struct {
 // one exception is the first look at a queued call's site while the
 // initialization runs that call. Stats is safe for concurrent use.
 func (r *Runtime) Stats() Stats {
-	s := Stats{State: r.init.State(), BringUp: r.bringUpNow(), Closed: r.stop.closed.Load()}
+	s := Stats{State: r.init.State(), BringUp: r.bringUpNow(), Closed: r.closed()}
 	s.Started, s.Finished = r.init.Times()
 	if what, since, ok := r.init.Running(); ok {
 		s.Running, s.RunningSince = what, since
@@ -89,6 +94,9 @@ func (r *Runtime) Stats() Stats {
 	}
 	if p := r.visibility.Load(); p != nil {
 		s.Visibility = *p
+	}
+	if p := r.devices.Load(); p != nil {
+		s.Devices = *p
 	}
 	v := r.view.Load()
 	s.Lost, s.ErrorCounts, s.Health, s.Changed = v.lost, v.counts, v.health, v.changed

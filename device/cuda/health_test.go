@@ -222,7 +222,8 @@ func TestChildCanary(t *testing.T) {
 		defer cancel()
 		err := r.Shutdown(ctx)
 		if os.Getenv("WANT") == "hang" {
-			assert.ErrorContains(t, err, "1 driver call(s) in flight", "the hung round trip is abandoned, not waited for")
+			assert.ErrorContains(t, err, "1 call(s) on device 1, lost as hung", "the hung round trip is abandoned, not waited for")
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "at once: its device was lost as hung")
 			return
 		}
 		assert.NoError(t, err)

@@ -304,7 +304,10 @@ func TestChildVerdict(t *testing.T) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		assert.ErrorContains(t, r.Shutdown(ctx), "abandoning the health watch, in its driver call")
+		err := r.Shutdown(ctx)
+		assert.ErrorContains(t, err, "abandoning the health watch, hung in "+hung, "a call past its deadline")
+		assert.ErrorIs(t, err, driver.ErrDeviceHung)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "abandoned at once, not at ctx's end")
 		assert.Less(t, time.Since(start), 3*time.Second, "shutdown within its bound")
 		assert.True(t, r.Stats().HealthWatchAbandoned)
 		return

@@ -1,7 +1,6 @@
 package health
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -82,8 +81,8 @@ func (h *Health) read(st device.Stats) *snapshot {
 	s.driverVersion, _ = h.rt.DriverVersion()
 	s.runtimeVersion, _ = h.rt.RuntimeVersion()
 	if st.State == lazy.Ready {
-		devices, _ := h.rt.Devices(context.Background()) // Ready: returns at once
-		for _, d := range devices {
+		// From Stats, not Devices: after Shutdown only Stats answers.
+		for _, d := range st.Devices {
 			s.devices = append(s.devices, DeviceOf(d))
 		}
 	}

@@ -116,3 +116,19 @@ func (b *lossDuringRead) ReadMemory(ordinal int) (driver.Memory, error) {
 }
 
 func (b *lossDuringRead) Unwrap() driver.Backend { return b.Backend }
+
+// TestAStatusFirstServedAfterShutdownListsTheDevices: the Runtime refuses
+// every call after Shutdown, but the status still lists the devices it
+// knew, though no status was served before.
+func TestAStatusFirstServedAfterShutdownListsTheDevices(t *testing.T) {
+	rt := device.New(sim.New())
+	h := health.New(rt, quiet)
+	ctx := context.Background()
+	require.NoError(t, rt.Init(ctx))
+	require.NoError(t, rt.Shutdown(ctx))
+	s := h.Snapshot()
+	assert.True(t, s.Closed)
+	require.Len(t, s.Devices, 2)
+	assert.Equal(t, 1, s.Devices[1].Ordinal)
+	assert.NotEmpty(t, s.Devices[1].Name)
+}

@@ -115,10 +115,11 @@ func get(t testing.TB, url string) (int, string) {
 
 // TestAHangingInitWithoutThePreflightFailsLiveness: with the preflight off,
 // the driver's init hangs in the server's own process, which is then wedged:
-// liveness fails once the init deadline passes, and SIGTERM still ends it.
+// liveness fails once the init deadline passes, and SIGTERM still ends it
+// within its grace, the log naming the initialization it abandoned.
 func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 	url, cmd, log := startServerLogged(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms", "-preflight", "0",
-		"-log-level", "debug")
+		"-log-level", "debug", "-shutdown-grace", "1s")
 	for range 5 {
 		start := time.Now()
 		code, body := get(t, url+health.ReadyPath)
@@ -155,9 +156,10 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 	case err := <-exited:
 		assert.NoError(t, err, "a clean exit, though init still hangs")
 	case <-time.After(5 * time.Second):
-		t.Fatal("SIGTERM did not stop the server")
+		t.Fatal("SIGTERM did not stop the server within its 1 s grace")
 	}
 	assert.Equal(t, http.StatusServiceUnavailable, <-drawDone, "the waiting draw was answered, not cut off")
+	log.waitFor(t, "abandoning the initialization, in the sim driver's init") // the runtime's shutdown says what it left
 }
 
 // TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU: the real

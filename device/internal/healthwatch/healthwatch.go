@@ -78,10 +78,17 @@ type Watch struct {
 	changed  func()
 	deadline func() time.Duration // the Runtime's call deadline now; 0 when off
 
-	mu      sync.Mutex // protects following fields
-	devices []Device
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the backend's watch has returned
+	mu       sync.Mutex // protects following fields
+	devices  []Device
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the backend's watch has returned
+	canceled bool          // Cancel has run: Start starts nothing
+
+	// hung counts the watch's driver calls past their deadline, which
+	// Wait does not wait for; hungNow gets a token at each new one.
+	hung    atomic.Int32
+	hungNow chan struct{}
+	hungOp  atomic.Pointer[string] // the last call that went past its deadline
 
 	published atomic.Pointer[[]Device] // a copy, for Devices
 
@@ -104,7 +111,8 @@ type Watch struct {
 // deadline is the Runtime's call deadline (0 when off), read at each of the
 // watch's driver calls, which it holds to monitorDeadline of it.
 func New(backend string, n int, changed func(), deadline func() time.Duration) *Watch {
-	w := &Watch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n)}
+	w := &Watch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n),
+		hungNow: make(chan struct{}, 1)}
 	for i := range w.devices {
 		w.devices[i] = Device{Ordinal: i, Why: "unknown: the " + backend + " backend does not watch its devices' health"}
 	}
@@ -113,7 +121,9 @@ func New(backend string, n int, changed func(), deadline func() time.Duration) *
 }
 
 // Start runs b's health watch, if b has one, on a goroutine Stop stops;
-// without one every device's health stays unknown.
+// without one every device's health stays unknown. After Cancel it starts
+// nothing: the check and the start are under one lock, so a watch started
+// as the Runtime shuts down is never left running.
 func (w *Watch) Start(b driver.Backend) {
 	hw, ok := driver.Capability[driver.HealthWatcher](b)
 	if !ok {
@@ -123,6 +133,11 @@ func (w *Watch) Start(b driver.Backend) {
 	ctx = driver.WithCallTracker(ctx, tracker{w})
 	done := make(chan struct{})
 	w.mu.Lock()
+	if w.canceled {
+		w.mu.Unlock()
+		cancel()
+		return
+	}
 	w.cancel, w.done = cancel, done
 	for i := range w.devices {
 		w.devices[i].Why = NotStarted
@@ -153,45 +168,90 @@ func (w *Watch) Start(b driver.Backend) {
 	}()
 }
 
-// Stop stops the backend's watch and waits for it to return until ctx ends:
-// a watch still in a driver call then is abandoned, which every device's
-// health says (its goroutine stays blocked in the call, which nothing can
-// free). It reports whether it abandoned the watch; once abandoned, later
-// calls return at once.
+// Stop is Cancel, then Wait.
 func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
+	w.Cancel()
+	abandoned, _ = w.Wait(ctx)
+	return abandoned
+}
+
+// Cancel tells the backend's watch to stop and drops the events it reports
+// from now on: Stop may abandon it, and its record must not be overwritten
+// by a call that returns later. A Start after Cancel starts nothing. Cancel
+// does not wait.
+func (w *Watch) Cancel() {
 	w.mu.Lock()
-	cancel, done := w.cancel, w.done
+	w.canceled = true
+	cancel := w.cancel
 	w.mu.Unlock()
-	if cancel == nil || w.abandoned.Load() {
-		return w.abandoned.Load()
+	if cancel != nil {
+		cancel()
 	}
-	cancel()
 	// An event being applied finishes (Go code, no driver call); none
 	// starts after this.
 	w.events.Lock()
 	w.stopped = true
 	w.events.Unlock()
-	select {
-	case <-done:
-		return false
-	case <-ctx.Done():
+}
+
+// Wait waits for the canceled watch to return. It gives up, and abandons
+// the watch, when ctx ends or when one of the watch's driver calls is past
+// its deadline: a call known to hang is not waited for. Every device's
+// health then says so, and its goroutine stays blocked in the driver, which
+// nothing can free. hungIn names the call past its deadline, if that was
+// why. Once abandoned, later calls return at once.
+func (w *Watch) Wait(ctx context.Context) (abandoned bool, hungIn string) {
+	w.mu.Lock()
+	done := w.done
+	w.mu.Unlock()
+	if done == nil {
+		return false, ""
+	}
+	if w.abandoned.Load() {
+		return true, w.hungCall()
+	}
+wait:
+	for w.hung.Load() == 0 {
+		select {
+		case <-done:
+			return false, ""
+		case <-w.hungNow:
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	w.mu.Lock()
 	select {
 	case <-done: // returned meanwhile
 		w.mu.Unlock()
-		return false
+		return false, ""
 	default:
 	}
-	w.abandoned.Store(true)
+	if w.abandoned.Swap(true) {
+		w.mu.Unlock()
+		return true, w.hungCall()
+	}
 	why := "unknown: the health watch was stopped, but its driver call had not returned when the shutdown's time ran out, so the watch was abandoned (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
+	hungIn = w.hungCall()
+	if hungIn != "" {
+		why = "unknown: the health watch was stopped while its driver call " + hungIn +
+			" was past its deadline, so the watch was abandoned at once (its goroutine stays blocked in the driver, which may be hung: check dmesg for Xid errors)"
+	}
 	for i := range w.devices {
 		w.devices[i].Watched, w.devices[i].Why, w.devices[i].sources = false, why, nil
 	}
 	w.publish()
 	w.mu.Unlock()
 	w.changed()
-	return true
+	return true, hungIn
+}
+
+// hungCall names the watch's driver call past its deadline, or "".
+func (w *Watch) hungCall() string {
+	if op := w.hungOp.Load(); op != nil && w.hung.Load() > 0 {
+		return *op
+	}
+	return ""
 }
 
 // Abandoned reports whether Stop abandoned the watch, without a lock.

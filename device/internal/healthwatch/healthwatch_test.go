@@ -96,3 +96,25 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 		close(b.stuck)
 	})
 }
+
+// TestAWatchCanceledBeforeItStartsNeverRuns: Shutdown may cancel the watch
+// between the Runtime's look at its closed state and Start. Start then
+// starts nothing, so no watch runs for the rest of the process.
+func TestAWatchCanceledBeforeItStartsNeverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &scripted{started: make(chan struct{}), events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
+		w := New("sim", 1, func() {}, nil)
+		w.Cancel()
+		w.Start(b)
+		synctest.Wait()
+		select {
+		case <-b.started:
+			t.Fatal("the watch ran after Cancel")
+		default:
+		}
+		assert.False(t, w.Devices()[0].Watched)
+		abandoned, hungIn := w.Wait(context.Background())
+		assert.False(t, abandoned)
+		assert.Empty(t, hungIn)
+	})
+}

@@ -43,22 +43,41 @@ func (t tracker) Begin(ordinal int, op string, waits time.Duration) (end func())
 	}
 	deadline := monitorDeadline(callDeadline)
 	start := time.Now()
-	var hung atomic.Bool
+	// state is callRunning until the call ends or its timer fires, which
+	// ever comes first: so a call is marked hung and cleared at most once
+	// each, in that order.
+	var state atomic.Int32
 	timer := time.AfterFunc(max(waits, 0)+deadline, func() {
-		hung.Store(true)
-		w.markHung(ordinal, op, start, max(waits, 0)+deadline)
+		if state.CompareAndSwap(callRunning, callHung) {
+			w.markHung(ordinal, op, start, max(waits, 0)+deadline)
+		}
 	})
 	return func() {
-		if !timer.Stop() && hung.Load() {
-			w.clearHung(ordinal, op)
+		if state.CompareAndSwap(callRunning, callEnded) {
+			timer.Stop()
+			return
 		}
+		w.clearHung(ordinal, op)
 	}
 }
+
+// The states of one tracked call.
+const (
+	callRunning int32 = iota
+	callEnded
+	callHung
+)
 
 // markHung records that call op on device ordinal has run past deadline:
 // the device's health is unknown until the call returns, and the watch's
 // error says so, once.
 func (w *Watch) markHung(ordinal int, op string, start time.Time, deadline time.Duration) {
+	w.hungOp.Store(&op)
+	w.hung.Add(1)
+	select {
+	case w.hungNow <- struct{}{}: // Wait gives up on a call known to hang
+	default:
+	}
 	w.events.RLock()
 	defer w.events.RUnlock()
 	if w.stopped {
@@ -78,6 +97,7 @@ func (w *Watch) markHung(ordinal int, op string, start time.Time, deadline time.
 
 // clearHung records that the hung call op returned after all.
 func (w *Watch) clearHung(ordinal int, op string) {
+	w.hung.Add(-1)
 	w.events.RLock()
 	defer w.events.RUnlock()
 	if w.stopped {
