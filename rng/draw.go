@@ -14,6 +14,11 @@ import (
 // the same limit. It needs no device generator: a server whose backend has
 // none draws the same stream this way, and a test can check a device's draw
 // against it.
+//
+// Where the initialization found no GPU ([device.FallBackToCPU]), it draws
+// on the CPU all the same, from the states the queued calls set, so that a
+// server that falls back keeps the stream its seed chose. There any ordinal
+// of 0 or more has a state (see the package doc).
 func (g *Generators) GenerateOnHost(ctx context.Context, ordinal int, dst []uint32) error {
 	nilContext(ctx, "GenerateOnHost")
 	return g.draw(ctx, ordinal, dst, true)
@@ -64,7 +69,7 @@ func (o Ordering) Fill(dst []uint32, seed, offset uint64) {
 // the lock no longer than ctx; a device draw on a lost device is refused at
 // once with its loss.
 func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost bool) error {
-	if err := g.rt.Init(ctx); err != nil {
+	if err := g.rt.Init(ctx); err != nil && !(onHost && g.fallBack(ctx, err)) {
 		return err
 	}
 	d, err := g.device(ordinal)

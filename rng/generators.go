@@ -47,10 +47,15 @@ var ErrClosed = errors.New("rng: Generators used after Close")
 type Generators struct {
 	rt Runtime
 
-	mu             sync.Mutex // protects following fields
-	devices        map[int]*deviceGen
-	closed         bool
-	queuedFailures map[string]error // by method: a queued call's failure, for the next call of it
+	mu      sync.Mutex // protects following fields
+	devices map[int]*deviceGen
+	closed  bool
+	pending []*pendingCall // mutating calls made and not yet run, in call order
+	cpuBase State          // on the CPU: the state of an ordinal not seen yet
+
+	onCPU    atomic.Bool // the initialization found no GPU: the states are the CPU's
+	replayed atomic.Bool // and the calls queued before are made: calls go there at once
+	moving   sync.Mutex  // serializes the move onto the CPU
 }
 
 // deviceGen is one device's generator. Its lock is a semaphore of one, held
@@ -128,9 +133,17 @@ func (g *Generators) Runtime() Runtime { return g.rt }
 
 // device returns ordinal's generator, checking the ordinal against the devices
 // the initialization found.
+// On the CPU, after a fallback, there are no devices to check it against:
+// any ordinal of 0 or more has a state.
 func (g *Generators) device(ordinal int) (*deviceGen, error) {
-	if err := g.rt.CheckDevice(ordinal); err != nil && !errors.Is(err, device.ErrDeviceLost) {
-		return nil, err // a lost device keeps its state: only its draws are refused
+	onCPU := g.onCPU.Load()
+	if onCPU && ordinal < 0 {
+		return nil, fmt.Errorf("%w: %d: ordinals start at 0", device.ErrInvalidDevice, ordinal)
+	}
+	if !onCPU {
+		if err := g.rt.CheckDevice(ordinal); err != nil && !errors.Is(err, device.ErrDeviceLost) {
+			return nil, err // a lost device keeps its state: only its draws are refused
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -140,6 +153,9 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	d := g.devices[ordinal]
 	if d == nil {
 		d = newDeviceGen()
+		if onCPU {
+			d.state = g.cpuBase
+		}
 		g.devices[ordinal] = d
 	}
 	return d, nil
@@ -149,17 +165,18 @@ func (g *Generators) device(ordinal int) (*deviceGen, error) {
 // queues it. depth counts the frames from mutate's caller to the exported
 // method (1 when that method calls mutate itself), so that the call site
 // recorded for queued work is the user's line, not this file's.
-func (g *Generators) mutate(ctx context.Context, depth int, method string, ordinal int, apply func(*State)) error {
+func (g *Generators) mutate(ctx context.Context, depth int, ordinal int, apply func(*State)) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
 	if ordinal < 0 {
-		return g.rt.CheckDevice(ordinal)
+		return fmt.Errorf("%w: %d: ordinals start at 0", device.ErrInvalidDevice, ordinal)
 	}
-	return g.lazyCall(ctx, depth+1, method, func(context.Context) error {
+	run := func(ctx context.Context) error {
 		_, err := g.apply(ctx, ordinal, apply)
 		return err
-	})
+	}
+	return g.lazyCall(ctx, depth+1, run, run)
 }
 
 // apply runs f on ordinal's state under the state's lock, and reports whether
@@ -187,11 +204,15 @@ func (g *Generators) apply(ctx context.Context, ordinal int, f func(*State)) (ap
 // mutateAll is mutate for every device, with apply told which device. check
 // sees the device count first and can refuse the whole call, so that nothing is
 // half-applied.
-func (g *Generators) mutateAll(ctx context.Context, depth int, method string, check func(devices int) error, apply func(ordinal int, s *State)) error {
+//
+// onCPU is the call made on the CPU, after a fallback, where there is no
+// device count.
+func (g *Generators) mutateAll(ctx context.Context, depth int, check func(devices int) error, apply func(ordinal int, s *State),
+	onCPU func(context.Context) error) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
-	return g.lazyCall(ctx, depth+1, method, func(ctx context.Context) error {
+	return g.lazyCall(ctx, depth+1, onCPU, func(ctx context.Context) error {
 		// Initialized by now; ctx marks this as part of the initialization.
 		n, err := g.rt.DeviceCount(ctx)
 		if err != nil {
@@ -220,18 +241,20 @@ func (g *Generators) usable() error {
 }
 
 // ManualSeed sets device ordinal's seed and resets its offset to 0, like
-// torch.cuda.manual_seed. Before initialization it is queued (and returns nil);
-// an ordinal beyond the devices found then fails this call alone, not the
-// initialization: the next ManualSeed returns its error (see the package doc).
+// torch.cuda.manual_seed. Before initialization it is queued (and returns
+// nil). An ordinal beyond the devices found then fails this call alone,
+// not the initialization and no other call (see the package doc).
 func (g *Generators) ManualSeed(ctx context.Context, ordinal int, seed uint64) error {
 	nilContext(ctx, "ManualSeed")
-	return g.mutate(ctx, 1, "ManualSeed", ordinal, func(s *State) { *s = State{Seed: seed} })
+	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // ManualSeedAll is ManualSeed on every device.
 func (g *Generators) ManualSeedAll(ctx context.Context, seed uint64) error {
 	nilContext(ctx, "ManualSeedAll")
-	return g.mutateAll(ctx, 1, "ManualSeedAll", func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
+	set := func(s *State) { *s = State{Seed: seed} }
+	return g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { set(s) },
+		func(ctx context.Context) error { return g.setAllOnCPU(ctx, set) })
 }
 
 // Seed seeds device ordinal non-deterministically (crypto/rand) and returns the
@@ -242,7 +265,7 @@ func (g *Generators) Seed(ctx context.Context, ordinal int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.mutate(ctx, 1, "Seed", ordinal, func(s *State) { *s = State{Seed: seed} })
+	return seed, g.mutate(ctx, 1, ordinal, func(s *State) { *s = State{Seed: seed} })
 }
 
 // SeedAll seeds every device with one non-deterministic seed, like
@@ -253,7 +276,9 @@ func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return seed, g.mutateAll(ctx, 1, "SeedAll", func(int) error { return nil }, func(_ int, s *State) { *s = State{Seed: seed} })
+	set := func(s *State) { *s = State{Seed: seed} }
+	return seed, g.mutateAll(ctx, 1, func(int) error { return nil }, func(_ int, s *State) { set(s) },
+		func(ctx context.Context) error { return g.setAllOnCPU(ctx, set) })
 }
 
 // SetState sets device ordinal's seed and offset, like torch.cuda.set_rng_state.
@@ -264,7 +289,7 @@ func (g *Generators) SetState(ctx context.Context, ordinal int, state State) err
 	if err := state.validate(); err != nil {
 		return err
 	}
-	return g.mutate(ctx, 1, "SetState", ordinal, func(s *State) { *s = state })
+	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = state })
 }
 
 // SetStateAll sets every device's state; states[i] is device i's. Every state is
@@ -278,12 +303,19 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 		}
 	}
 	states = append([]State(nil), states...)
-	return g.mutateAll(ctx, 1, "SetStateAll", func(devices int) error {
+	return g.mutateAll(ctx, 1, func(devices int) error {
 		if len(states) != devices {
 			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), devices)
 		}
 		return nil
-	}, func(ordinal int, s *State) { *s = states[ordinal] })
+	}, func(ordinal int, s *State) { *s = states[ordinal] }, func(ctx context.Context) error {
+		for ordinal, state := range states {
+			if _, err := g.apply(ctx, ordinal, func(s *State) { *s = state }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // InitialSeed initializes the runtime if needed and returns device ordinal's
@@ -298,7 +330,7 @@ func (g *Generators) InitialSeed(ctx context.Context, ordinal int) (uint64, erro
 // like torch.cuda.get_rng_state.
 func (g *Generators) State(ctx context.Context, ordinal int) (State, error) {
 	nilContext(ctx, "State")
-	if err := g.rt.Init(ctx); err != nil {
+	if err := g.rt.Init(ctx); err != nil && !g.fallBack(ctx, err) {
 		return State{}, err
 	}
 	d, err := g.device(ordinal)

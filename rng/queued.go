@@ -2,67 +2,81 @@ package rng
 
 import (
 	"context"
-	"fmt"
+	"slices"
 )
 
-// queuedCall is one mutating call made through the runtime's LazyCall: run
-// at once, or queued before initialization. Generators.mu guards its fields.
-// A queued call's failure is its own (see the package documentation): the
-// next call of the same method returns it. Whether a failure came from a
-// queued run is decided by who saw it first: a call that ran at once has
-// its error returned by LazyCall, one that was queued does not.
-type queuedCall struct {
-	method   string
-	returned bool  // LazyCall returned to the caller
-	done     bool  // the function ran
-	err      error // what it returned
+// pendingCall is one mutating call made through the runtime's LazyCall that
+// has not run yet: queued before initialization, or about to run at once.
+// Generators.mu guards claimed.
+//
+// Its failure, when it runs, is its own (see the package documentation):
+// the runtime records it with the call site, and no other call returns it.
+// Should the initialization find no GPU, onCPU makes the call on the states
+// drawn on the CPU instead (see cpu.go).
+type pendingCall struct {
+	onCPU   func(context.Context) error
+	claimed bool // it ran, on the device's state or on the CPU's: it runs once
 }
 
-// lazyCall runs fn through the runtime's LazyCall as method, depth frames
-// above its caller's caller. It first returns, and clears, the failure of an
-// earlier call of method that was queued: that call's caller never learned
-// of it, and this call is not made.
-func (g *Generators) lazyCall(ctx context.Context, depth int, method string, fn func(context.Context) error) error {
-	if err := g.takeQueuedFailure(method); err != nil {
-		return err
+// lazyCall runs fn through the runtime's LazyCall, or, once the Generators
+// draw on the CPU, makes onCPU instead. depth counts the frames above
+// lazyCall's caller to the user's line, which a queued call records.
+//
+// A call LazyCall refuses because the initialization found no GPU is made
+// on the CPU (with every call queued before it, in order), and returns nil.
+// Any other refusal (Shutdown, a failed initialization) returns its error,
+// and the call is not made.
+func (g *Generators) lazyCall(ctx context.Context, depth int, onCPU, fn func(context.Context) error) error {
+	if g.replayed.Load() {
+		return onCPU(ctx)
 	}
-	call := &queuedCall{method: method}
+	call := &pendingCall{onCPU: onCPU}
+	g.mu.Lock()
+	g.pending = append(g.pending, call)
+	g.mu.Unlock()
 	err := g.rt.LazyCallDepth(ctx, depth+1, func(ctx context.Context) error {
-		err := fn(ctx)
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		call.done, call.err = true, err
-		if call.returned && err != nil {
-			g.keepQueuedFailure(call) // queued: no caller is waiting for it
+		if !g.claim(call) {
+			return nil
 		}
-		return err
+		return fn(ctx)
 	})
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	call.returned = true
-	if err == nil && call.done && call.err != nil {
-		g.keepQueuedFailure(call) // queued, and failed before LazyCall returned
+	if err == nil {
+		return nil
 	}
+	if g.fallBack(ctx, err) {
+		if g.claim(call) { // not made by the replay: it came after
+			return onCPU(ctx)
+		}
+		return nil
+	}
+	g.claim(call) // never made: forget it
 	return err
 }
 
-// keepQueuedFailure keeps a queued call's failure for the next call of its
-// method, the first one if several failed; g.mu is held.
-func (g *Generators) keepQueuedFailure(call *queuedCall) {
-	if g.queuedFailures == nil {
-		g.queuedFailures = map[string]error{}
-	}
-	if _, ok := g.queuedFailures[call.method]; !ok {
-		g.queuedFailures[call.method] = fmt.Errorf("rng: a %s queued before initialization failed when it ran, so this call was not made: %w",
-			call.method, call.err)
-	}
-}
-
-// takeQueuedFailure returns and clears method's kept failure, or nil.
-func (g *Generators) takeQueuedFailure(method string) error {
+// claim takes call off the pending list so that it is made once, and
+// reports whether it was still there.
+func (g *Generators) claim(call *pendingCall) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	err := g.queuedFailures[method]
-	delete(g.queuedFailures, method)
-	return err
+	if call.claimed {
+		return false
+	}
+	call.claimed = true
+	if i := slices.Index(g.pending, call); i >= 0 {
+		g.pending = slices.Delete(g.pending, i, i+1)
+	}
+	return true
+}
+
+// nextPending claims the first pending call, or returns nil.
+func (g *Generators) nextPending() *pendingCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) == 0 {
+		return nil
+	}
+	call := g.pending[0]
+	call.claimed = true
+	g.pending = g.pending[1:]
+	return call
 }

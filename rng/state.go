@@ -11,13 +11,21 @@
 // queued; a state is applied whole or not at all.
 //
 // What can be known only at initialization (an ordinal beyond the devices
-// found, a state per device for another count) fails that queued call alone:
-// the initialization succeeds, the calls queued after it apply, and the next
-// call of the same method returns its error (that call is then not made),
-// as a later Write returns an earlier error of a buffered writer. The runtime
-// lists it too ([device.Runtime.FailedCalls], the health status). PyTorch
-// raises such a failure from whatever call initializes and leaves the queue
-// to be re-run, so one bad call stops every caller.
+// found, a state per device for another count) fails that queued call alone.
+// The initialization succeeds and the calls queued after it apply. The
+// failure is its own: the runtime records it with the call site that queued
+// it ([device.Stats] FailedCalls, the health status), and no other call
+// returns it. [Generators] is shared by every request of a server, so one
+// request's bad ordinal must not fail another's next call, as a buffered
+// writer's next Write would. PyTorch raises such a failure from whatever
+// call initializes and leaves the queue to be re-run, so one bad call stops
+// every caller.
+//
+// Where the initialization finds no GPU ([device.FallBackToCPU]), the
+// Generators move onto the CPU: the calls queued before it apply to the
+// states drawn there, in order, and [Generators.GenerateOnHost] draws the
+// stream the device would have drawn, with no seed given again. [Host] is
+// the same stream for a program with no device.Runtime at all.
 package rng
 
 import (

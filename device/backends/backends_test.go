@@ -13,7 +13,7 @@ import (
 
 // theLine is the README's first example's handling of a host without a usable
 // GPU, which TestTheREADMEsNoGPULineRunsHere runs.
-const theLine = "case device.FallBackToCPU(err): serveOnCPU()"
+const theLine = "case device.FallBackToCPU(err): // no GPU here"
 
 // TestTheREADMEsNoGPULineRunsHere runs the README's first example on this
 // machine, over every backend the build has and the preflight on (this test

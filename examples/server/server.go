@@ -18,12 +18,10 @@ import (
 // maxDraw bounds one request's count.
 const maxDraw = 1 << 16
 
-// server is the example's GPU side: the runtime, its generators and health,
-// and the generator it draws from on the CPU when there is no usable GPU.
+// server is the example's GPU side: the runtime, its generators and health.
 type server struct {
 	rt     *device.Runtime
 	gens   *rng.Generators
-	cpu    *rng.Host // device 0's stream, on the CPU
 	health *health.Health
 	log    *slog.Logger
 
@@ -42,7 +40,7 @@ const maxDevices = 64
 // host has no GPU. A GPU that is there but broken, or not ready yet, is never
 // served around: readiness stays 503 with the reason, and draws fail.
 func newServer(rt *device.Runtime, seed uint64, logger *slog.Logger, opts ...health.Option) (*server, error) {
-	s := &server{rt: rt, gens: rng.New(rt), cpu: rng.NewHost(rng.CURAND, seed), log: logger}
+	s := &server{rt: rt, gens: rng.New(rt), log: logger}
 	for i := range s.drawing {
 		s.drawing[i] = make(chan struct{}, 1)
 	}
@@ -137,16 +135,19 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 		s.log.Debug("draw waits for the GPU's initialization", "device", ordinal)
 	}
 	err := s.rt.Init(ctx)
-	if device.FallBackToCPU(err) {
-		return s.drawOnCPU(ordinal, n) // no GPU here
-	}
-	if err != nil {
+	onCPU := device.FallBackToCPU(err) // no GPU here: the stream the seed chose, on the CPU
+	switch {
+	case onCPU && ordinal != 0:
+		return drawResult{}, fmt.Errorf("%w: %d: without a GPU the server draws device 0's stream on the CPU only", device.ErrInvalidDevice, ordinal)
+	case onCPU:
+	case err != nil:
 		return drawResult{}, err
-	}
-	// A lost device (hung, say) fails at once, not after the request's
-	// wait for a turn that may never come.
-	if err := s.rt.CheckDevice(ordinal); err != nil {
-		return drawResult{}, err
+	default:
+		// A lost device (hung, say) fails at once, not after the request's
+		// wait for a turn that may never come.
+		if err := s.rt.CheckDevice(ordinal); err != nil {
+			return drawResult{}, err
+		}
 	}
 	if ordinal >= maxDevices {
 		return drawResult{}, fmt.Errorf("%w: %d: the example draws on devices 0 to %d only", device.ErrInvalidDevice, ordinal, maxDevices-1)
@@ -163,24 +164,14 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 		return drawResult{}, err
 	}
 	res := drawResult{Device: ordinal, Seed: st.Seed, Offset: st.Offset, Source: "device", Values: make([]uint32, n)}
-	err = s.gens.Generate(ctx, ordinal, res.Values)
-	if !errors.Is(err, device.ErrNotSupported) {
-		return res, err
+	if !onCPU {
+		err = s.gens.Generate(ctx, ordinal, res.Values)
+		if !errors.Is(err, device.ErrNotSupported) {
+			return res, err
+		}
 	}
-	// No device generators: the same stream on the CPU, advancing the state
-	// as a device draw would.
+	// No GPU, or no device generators: the same stream on the CPU,
+	// advancing the state as a device draw would.
 	res.Source = "cpu"
 	return res, s.gens.GenerateOnHost(ctx, ordinal, res.Values)
-}
-
-// drawOnCPU serves a draw where the process has no usable GPU: device 0's
-// stream, the one its seed set, on the CPU.
-func (s *server) drawOnCPU(ordinal, n int) (drawResult, error) {
-	if ordinal != 0 {
-		return drawResult{}, fmt.Errorf("%w: %d: without a GPU the server draws device 0's stream on the CPU only", device.ErrInvalidDevice, ordinal)
-	}
-	res := drawResult{Device: 0, Source: "cpu", Values: make([]uint32, n)}
-	from, err := s.cpu.Generate(res.Values)
-	res.Seed, res.Offset = from.Seed, from.Offset
-	return res, err
 }
