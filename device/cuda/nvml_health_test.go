@@ -240,14 +240,19 @@ func TestChildVerdict(t *testing.T) {
 	child(t)
 	countersEvery = 20 * time.Millisecond // after each wait
 	r, _ := watchedRuntime(t)
-	r.SetCallDeadline(200 * time.Millisecond) // the monitor's calls are held to it
+	want := os.Getenv("CASE_VERDICT")
+	if want == "unknown" {
+		// The monitor's calls are held to it. Only where a call hangs: a
+		// wait a loaded machine stretches past so short a deadline is
+		// taken as hung too, and Shutdown then abandons the watch.
+		r.SetCallDeadline(200 * time.Millisecond)
+	}
 	h := health.New(r, health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 	infos, err := r.Devices(context.Background())
 	require.NoError(t, err)
 	// The signal is on device 1; a hung call is on whichever device the
 	// watch reads next, which the wait below finds.
-	want := os.Getenv("CASE_VERDICT")
 	on, other := 1, 0
 	until := func(what string, ok func(device.DeviceHealth) bool) time.Duration {
 		t.Helper()
