@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +22,7 @@ import (
 // that imports device/backends does: its preflight children are itself.
 func TestMain(m *testing.M) {
 	device.ServePreflight()
-	os.Exit(m.Run())
+	childtest.Main(m) // removes the fake libraries, built once for every test
 }
 
 func TestPreflightOverTheFakeRuntime(t *testing.T) {

@@ -20,9 +20,39 @@ type Build struct {
 
 // built is what BinaryOf has built in this test binary, by build.
 var built struct {
-	mu   sync.Mutex // protects following fields
-	dir  string     // removed by Main
+	mu   sync.Mutex // protects bins
 	bins map[string]binary
+}
+
+// shared is the folder this test binary's tests share, for what is built
+// once and read by all: made at the first TempDir, removed by Main.
+var shared struct {
+	mu      sync.Mutex // protects following fields
+	dir     string
+	err     error
+	inMain  bool // Main runs the tests: it will remove dir
+	removed bool
+}
+
+// TempDir returns a folder that every test of this test binary shares,
+// for what is built once and only read after (a binary, a fake library).
+// Main removes it when the tests end, so a package that calls TempDir
+// runs its tests with Main; TempDir fails t otherwise, rather than leave
+// the folder behind. Safe from parallel tests.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if !shared.inMain {
+		t.Fatal("childtest.TempDir: the package's TestMain must run the tests with childtest.Main, which removes the folder")
+	}
+	if shared.dir == "" && shared.err == nil {
+		shared.dir, shared.err = os.MkdirTemp("", "childtest-shared-")
+	}
+	if shared.err != nil {
+		t.Fatalf("childtest.TempDir: %v", shared.err)
+	}
+	return shared.dir
 }
 
 type binary struct {
@@ -53,7 +83,7 @@ func BinaryOf(t testing.TB, b Build) string {
 	key := strings.Join([]string{b.Dir, b.Package, strings.Join(b.Env, "\x01"), strings.Join(b.Flags, "\x01")}, "\x00")
 	bin, ok := built.bins[key]
 	if !ok {
-		bin = build(b)
+		bin = build(TempDir(t), b)
 		if built.bins == nil {
 			built.bins = map[string]binary{}
 		}
@@ -65,16 +95,9 @@ func BinaryOf(t testing.TB, b Build) string {
 	return bin.path
 }
 
-// build runs go build; built.mu is held, so that parallel callers wait for
-// one build instead of starting their own.
-func build(b Build) binary {
-	if built.dir == "" {
-		dir, err := os.MkdirTemp("", "childtest-bin-")
-		if err != nil {
-			return binary{err: err}
-		}
-		built.dir = dir
-	}
+// build runs go build into dir; built.mu is held, so that parallel callers
+// wait for one build instead of starting their own.
+func build(dir string, b Build) binary {
 	pkg, name := b.Package, filepath.Base(b.Package)
 	if pkg == "" {
 		wd, err := os.Getwd()
@@ -83,7 +106,7 @@ func build(b Build) binary {
 		}
 		pkg, name = ".", filepath.Base(wd)
 	}
-	path := filepath.Join(built.dir, fmt.Sprintf("%s-%d", name, len(built.bins)))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d", name, len(built.bins)))
 	args := []string{"build"}
 	if b.Dir != "" {
 		args = append(args, "-C", b.Dir)
@@ -95,14 +118,19 @@ func build(b Build) binary {
 	return binary{path: path, out: out, err: err}
 }
 
-// Main runs the tests, removes what BinaryOf built, and exits with the tests'
-// status: a TestMain for packages that use Binary or BinaryOf.
+// Main runs the tests, removes the folder TempDir made (with what Binary,
+// BinaryOf and fakedriver.Build built in it), and exits with the tests'
+// status: the TestMain of packages that use them.
 func Main(m *testing.M) {
+	shared.mu.Lock()
+	shared.inMain = true
+	shared.mu.Unlock()
 	code := m.Run()
-	built.mu.Lock()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
+	shared.mu.Lock()
+	if shared.dir != "" && !shared.removed {
+		_ = os.RemoveAll(shared.dir)
+		shared.removed = true
 	}
-	built.mu.Unlock()
+	shared.mu.Unlock()
 	os.Exit(code)
 }

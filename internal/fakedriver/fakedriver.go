@@ -9,11 +9,16 @@ package fakedriver
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/gpuinit/gpuinit/internal/childtest"
 )
 
 //go:embed csrc/*.c csrc/*.h
@@ -40,37 +45,96 @@ var (
 	ROCMSMI = Library{Source: "fakerocmsmi.c", Soname: "librocm_smi64.so.7"}
 )
 
-// Build compiles lib into a fresh directory of t's and returns the library's
-// path. It skips the test if there is no C compiler.
-func Build(t testing.TB, lib Library) string {
-	t.Helper()
-	return BuildInto(t, t.TempDir(), lib)
+// built is what Build has compiled in this test binary, by library.
+var built struct {
+	mu   sync.Mutex // protects libs; held through a compile, so parallel tests wait for one
+	libs map[string]compiled
 }
 
-// BuildInto is Build into dir.
+type compiled struct {
+	path string
+	err  error
+}
+
+// Build returns the path of lib compiled for this test binary. The first
+// call compiles it into the folder the binary's tests share
+// (childtest.TempDir, which childtest.Main removes); later calls get the
+// same file, or the same failure, without compiling again. Tests only read
+// the file: what a fake does is set by the environment of the process
+// that loads it. Build skips the test if there is no C compiler. Safe from
+// parallel tests.
+func Build(t testing.TB, lib Library) string {
+	t.Helper()
+	cc := compiler(t)
+	key := strings.Join(append([]string{lib.Source, lib.Soname}, lib.Defines...), "\x00")
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	c, ok := built.libs[key]
+	if !ok {
+		dir := filepath.Join(childtest.TempDir(t), fmt.Sprintf("fake-%d", len(built.libs)))
+		c.path, c.err = compile(cc, dir, lib)
+		if built.libs == nil {
+			built.libs = map[string]compiled{}
+		}
+		built.libs[key] = c
+	}
+	if c.err != nil {
+		t.Fatalf("fakedriver: %v", c.err)
+	}
+	return c.path
+}
+
+// BuildInto puts lib, as Build compiled it, into dir, and returns its path
+// there: for a library that another finds beside it (hipRAND beside
+// libamdhip64), or a host's layout of its own. The file is a hard link to
+// Build's, or a copy where dir is on another file system.
 func BuildInto(t testing.TB, dir string, lib Library) string {
+	t.Helper()
+	from := Build(t, lib)
+	to := filepath.Join(dir, lib.Soname)
+	if err := os.Link(from, to); err != nil {
+		b, rerr := os.ReadFile(from)
+		if rerr != nil {
+			t.Fatalf("fakedriver: %v", rerr)
+		}
+		if werr := os.WriteFile(to, b, 0o755); werr != nil {
+			t.Fatalf("fakedriver: placing %s: %v (linking: %v)", lib.Soname, werr, err)
+		}
+	}
+	return to
+}
+
+// compiler is the C compiler to build with; it skips t where there is none.
+func compiler(t testing.TB) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "cc"
 	}
 	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("no C compiler (%s) to build the fake %s", cc, lib.Soname)
+		t.Skipf("no C compiler (%s) to build the fake drivers", cc)
+	}
+	return cc
+}
+
+// compile builds lib with cc into dir, with the headers beside its source.
+func compile(cc, dir string, lib Library) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
 	}
 	src, err := sources.ReadFile("csrc/" + lib.Source)
 	if err != nil {
-		t.Fatalf("fakedriver: %v", err)
+		return "", err
 	}
-	srcDir := t.TempDir()
-	cfile := filepath.Join(srcDir, lib.Source)
+	cfile := filepath.Join(dir, lib.Source)
 	if err := os.WriteFile(cfile, src, 0o644); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	headers, _ := fs.Glob(sources, "csrc/*.h")
 	for _, h := range headers {
 		b, _ := sources.ReadFile(h)
-		if err := os.WriteFile(filepath.Join(srcDir, filepath.Base(h)), b, 0o644); err != nil {
-			t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(h)), b, 0o644); err != nil {
+			return "", err
 		}
 	}
 	out := filepath.Join(dir, lib.Soname)
@@ -80,7 +144,7 @@ func BuildInto(t testing.TB, dir string, lib Library) string {
 	}
 	args = append(args, cfile, "-lpthread", "-ldl")
 	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("fakedriver: building %s: %v\n%s", lib.Soname, err, msg)
+		return "", fmt.Errorf("building %s: %v\n%s", lib.Soname, err, msg)
 	}
-	return out
+	return out, nil
 }
