@@ -1,0 +1,3 @@
+module github.com/gpuinit/gpuinit/tools
+
+go 1.26
