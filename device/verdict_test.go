@@ -3,6 +3,7 @@ package device_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,62 @@ func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
 			if last.Kind == driver.HealthRecovery {
 				assert.Equal(t, last.Recovery, h.Recovery)
 			}
+		})
+	}
+}
+
+// TestALostGPUIsUsableAgainOnlyAfterAReset: after an Xid 79, the reason
+// says a new process may use the GPU only when the driver says it was
+// reset; a fabric healthy again, or a drain that ended, recovers only its own
+// condition. applied tells when the last event is in the Stats.
+func TestALostGPUIsUsableAgainOnlyAfterAReset(t *testing.T) {
+	fabric := func(action driver.HealthAction, words string) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthFabric, Action: action, Message: "the GPU's fabric: " + words,
+			Fabric: &driver.FabricState{State: 3, Words: words}}
+	}
+	recovery := func(a driver.RecoveryAction, action driver.HealthAction) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
+	}
+	fabricIs := func(words string) func(device.DeviceHealth) bool {
+		return func(h device.DeviceHealth) bool { return h.Fabric != nil && h.Fabric.Words == words }
+	}
+	cases := []struct {
+		name    string
+		events  []driver.HealthEvent
+		applied func(device.DeviceHealth) bool
+		usable  bool
+	}{
+		{"a fabric healthy again does not recover the loss",
+			[]driver.HealthEvent{fabric(driver.HealthDegrade, "limited"), fabric(driver.HealthRecover, "healthy")},
+			fabricIs("healthy"), false},
+		{"nor does a benign fabric change after that",
+			[]driver.HealthEvent{fabric(driver.HealthLose, "unhealthy"), fabric(driver.HealthRecover, "healthy"), fabric(driver.HealthInform, "healthy, again")},
+			fabricIs("healthy, again"), false},
+		{"nor a drain that ended",
+			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade), recovery(driver.RecoveryNone, driver.HealthRecover)},
+			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, false},
+		{"the recovery action back to none after a reset does",
+			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
+			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, true},
+		{"so does AMD's post-reset event",
+			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthReset, Action: driver.HealthRecover, Message: "post-reset"}},
+			func(h device.DeviceHealth) bool { return !h.Recovered.IsZero() }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt, s := openSim(t)
+			s.InjectXid(1, 79)
+			waitStats(t, rt, "lost", verdictIs(1, driver.VerdictUnhealthy))
+			for _, ev := range c.events {
+				s.InjectHealthEvent(ev)
+			}
+			st := waitStats(t, rt, "the last event applied", func(st device.Stats) bool { return c.applied(st.Health[1]) })
+			h := st.Health[1]
+			assert.Equal(t, driver.VerdictUnhealthy, h.Verdict, "lost for the rest of the process")
+			assert.Contains(t, h.Reason, "FALLEN_OFF_THE_BUS")
+			assert.Empty(t, h.Conditions, "each kind's own condition is cleared")
+			assert.Equal(t, c.usable, strings.Contains(h.Reason, "a new process may use it"), "reason: %s", h.Reason)
+			assert.Equal(t, c.usable, !h.Recovered.IsZero(), "Recovered")
 		})
 	}
 }

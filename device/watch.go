@@ -56,8 +56,9 @@ type DeviceHealth struct {
 	// Fabric is the GPU's fabric state where it has one (NVLink domains).
 	Fabric *driver.FabricState
 	// Recovered is when the driver last said the device is usable again.
-	// That is the recovery action back to none after a reset, or AMD's
-	// post-reset event. It is zero if never.
+	// That is a reset: the recovery action back to none after a reset, a
+	// row remap that a reset applied, or AMD's post-reset event. A fabric
+	// healthy again, or a drain that ended, is not. It is zero if never.
 	Recovered time.Time
 	// HungCall names the health watch's driver call that is past its
 	// deadline on the device, such as "nvmlEventSetWait_v2". It is "" when

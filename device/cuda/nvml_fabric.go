@@ -40,16 +40,21 @@ func (w *nvmlWatch) readFabric(ordinal int, h C.nvmlDevice_t) {
 	}
 	st := driver.FabricState{State: int(f.state), Status: int(f.status), Health: uint32(f.mask), Summary: int(f.summary),
 		Clique: uint32(f.clique)}
-	action := fabricAction(st)
+	own := fabricAction(st)
 	st.Words = fabricWords(st)
 	v := w.verdicts(ordinal)
 	if v.fabric != nil && *v.fabric == st {
 		return
 	}
-	if action == driver.HealthInform && v.fabric != nil && v.fabricAction >= driver.HealthDegrade {
+	// The fabric keeps the verdict of its own last state, never Recover: a
+	// healthy state recovers only a degraded or lost fabric, once, and a
+	// later benign change (a health mask's field read as "false", a new
+	// clique) informs.
+	action := own
+	if own == driver.HealthInform && v.fabric != nil && v.fabricAction >= driver.HealthDegrade {
 		action = driver.HealthRecover
 	}
-	v.fabric, v.fabricAction = &st, action
+	v.fabric, v.fabricAction = &st, own
 	copied := st
 	ev := driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthFabric, Action: action, Code: st.Status, Fabric: &copied,
 		Message: "the GPU's fabric: " + st.Words, At: time.Now()}

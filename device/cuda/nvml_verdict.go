@@ -21,7 +21,7 @@ type nvmlVerdicts struct {
 	recovery     *uint // NVML's last recovery action; nil until read
 	remap        remapState
 	fabric       *driver.FabricState // nil until read
-	fabricAction driver.HealthAction
+	fabricAction driver.HealthAction // the last state's own action: Inform, Degrade or Lose
 }
 
 // remapState is a device's row remapping, as nvmlDeviceGetRemappedRows says.

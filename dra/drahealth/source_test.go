@@ -2,6 +2,7 @@ package drahealth_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 )
 
 // fakeSource is a Source whose states the test sets. set with notify closes
@@ -117,5 +119,45 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 	require.NoError(t, rt.Shutdown(context.Background()))
 	for _, s := range src.Health().Devices {
 		assert.Equal(t, "gpuinit's Runtime is shut down", s.Stale, "device %d", s.Ordinal)
+	}
+}
+
+// TestTheKubeletHearsALostGPUUsableOnlyAfterAReset: the message of a GPU
+// lost to an Xid 79 says a new process may use it only after the driver said
+// it was reset, not after its NVLink fabric reported healthy again.
+func TestTheKubeletHearsALostGPUUsableOnlyAfterAReset(t *testing.T) {
+	fabric := func(action driver.HealthAction, words string) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthFabric, Action: action, Message: words,
+			Fabric: &driver.FabricState{State: 3, Words: words}}
+	}
+	reset := func(action driver.HealthAction, a driver.RecoveryAction) driver.HealthEvent {
+		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a}
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []driver.HealthEvent
+		applied func(device.DeviceHealth) bool
+		usable  bool
+	}{
+		{"the fabric healthy again", []driver.HealthEvent{fabric(driver.HealthDegrade, "limited"), fabric(driver.HealthRecover, "healthy")},
+			func(h device.DeviceHealth) bool { return h.Fabric != nil && h.Fabric.Words == "healthy" }, false},
+		{"the recovery action back to none after a reset",
+			[]driver.HealthEvent{reset(driver.HealthLose, driver.RecoveryResetGPU), reset(driver.HealthRecover, driver.RecoveryNone)},
+			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, rt, devices := simRuntime(t, 2)
+			f, err := drahealth.NewFeed(drahealth.FromRuntime(rt), devices, drahealth.Options{Pool: "node-a"})
+			require.NoError(t, err)
+			b.InjectXid(1, 79)
+			for _, ev := range tc.events {
+				b.InjectHealthEvent(ev)
+			}
+			waitStats(t, rt, func(s device.Stats) bool { return tc.applied(s.Health[1]) })
+			d := f.Report().Devices[1]
+			assert.Equal(t, kubeletplugin.HealthStatusUnhealthy, d.Health)
+			assert.Contains(t, d.Message, "unhealthy: lost: ")
+			assert.Equal(t, tc.usable, strings.Contains(d.Message, "a new process may use it"), "message: %s", d.Message)
+		})
 	}
 }

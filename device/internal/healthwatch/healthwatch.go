@@ -36,7 +36,7 @@ type Device struct {
 	Recovery         driver.RecoveryAction
 	ReplaysPerMinute float64
 	Fabric           *driver.FabricState
-	Recovered        time.Time // when the driver last said the device is usable again
+	Recovered        time.Time // when the driver last said the GPU was reset (recoversLoss)
 	HungCall         string    // the watch's driver call past its deadline on the device
 	replays          []replaySample
 	sources          map[string]string // each source's state: "" watching, else why not

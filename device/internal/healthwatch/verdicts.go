@@ -58,6 +58,9 @@ func applyVerdict(d *Device, ev driver.HealthEvent, now time.Time) bool {
 	if !verdictKinds[ev.Kind] {
 		return false
 	}
+	if ev.Action == driver.HealthRecover && recoversLoss(d, ev) {
+		d.Recovered = now
+	}
 	switch ev.Kind {
 	case driver.HealthRecovery:
 		d.Recovery = ev.Recovery
@@ -69,13 +72,30 @@ func applyVerdict(d *Device, ev driver.HealthEvent, now time.Time) bool {
 		d.setCondition(Condition{Kind: ev.Kind, Level: Unhealthy, Message: ev.Message, Hint: ev.Hint, At: now})
 	case driver.HealthDegrade:
 		d.setCondition(Condition{Kind: ev.Kind, Level: Degraded, Message: ev.Message, Hint: ev.Hint, At: now})
-	case driver.HealthRecover:
-		d.clearCondition(ev.Kind)
-		d.Recovered = now
-	default:
+	default: // Inform, or Recover: the kind's own verdict is healthy again
 		d.clearCondition(ev.Kind)
 	}
 	return true
+}
+
+// recoversLoss reports whether ev, an event that recovers its kind, is the
+// driver's word that the GPU was reset, so that a new process may use it
+// after a loss: a reset done (AMD's post-reset event), a remap that a reset
+// applied, or NVML's recovery action back to none from one that needed a
+// reset or more. It reads d before ev is applied. A fabric healthy again (a
+// GPU lost to Xid 79 is lost still) or a drain that ended recovers only
+// its own condition.
+func recoversLoss(d *Device, ev driver.HealthEvent) bool {
+	switch ev.Kind {
+	case driver.HealthReset, driver.HealthRemap:
+		return true
+	case driver.HealthRecovery:
+		switch d.Recovery {
+		case driver.RecoveryResetGPU, driver.RecoveryRebootNode, driver.RecoveryService:
+			return true
+		}
+	}
+	return false
 }
 
 // setCondition sets the condition of c's kind, keeping the most severe

@@ -27,6 +27,7 @@ func TestTheDriversVerdictsSetAndClearConditionsByKind(t *testing.T) {
 		e.Recovery = a
 		return e
 	}
+	xid79 := driver.HealthEvent{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79, Message: "GPU has fallen off the bus"}
 	cases := []struct {
 		name   string
 		events []driver.HealthEvent
@@ -50,6 +51,18 @@ func TestTheDriversVerdictsSetAndClearConditionsByKind(t *testing.T) {
 		{"the action back to none after a reset recovers, but the loss stays",
 			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
 			want{lost: true, recovery: driver.RecoveryNone, recover: true}},
+		{"a drain that ended clears its condition but recovers no loss",
+			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade), recovery(driver.RecoveryNone, driver.HealthRecover)},
+			want{recovery: driver.RecoveryNone}},
+		{"a fabric healthy again after an Xid 79 recovers the fabric, not the loss",
+			[]driver.HealthEvent{xid79, ev(driver.HealthFabric, driver.HealthDegrade, "limited"), ev(driver.HealthFabric, driver.HealthRecover, "healthy")},
+			want{lost: true}},
+		{"AMD's post-reset event after its pre-reset one recovers",
+			[]driver.HealthEvent{ev(driver.HealthReset, driver.HealthLose, "pre-reset"), ev(driver.HealthReset, driver.HealthRecover, "post-reset")},
+			want{lost: true, recover: true}},
+		{"a post-reset event alone still says the GPU was reset",
+			[]driver.HealthEvent{xid79, ev(driver.HealthReset, driver.HealthRecover, "post-reset")},
+			want{lost: true, recover: true}},
 		{"the most severe condition comes first",
 			[]driver.HealthEvent{ev(driver.HealthFabric, driver.HealthDegrade, "limited"), ev(driver.HealthRingHang, driver.HealthLose, "gfx ring")},
 			want{kinds: []driver.HealthKind{driver.HealthRingHang, driver.HealthFabric}, lost: true}},
