@@ -40,7 +40,7 @@ func Register(reg driver.Registration) { DefaultRegistry.Register(reg) }
 
 // Open returns DefaultRegistry's Runtime for the named backend. See
 // [Registry.Open].
-func Open(name string) (*Runtime, error) { return DefaultRegistry.Open(name) }
+func Open(name string, opts ...Option) (*Runtime, error) { return DefaultRegistry.Open(name, opts...) }
 
 // Register makes a backend available to Open under reg.Name. Backends call
 // it from an init function, on DefaultRegistry through the package-level
@@ -153,7 +153,9 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 
 // Open returns the registry's Runtime for the named backend. It creates the
 // Runtime on first use. Later calls with the name return the same Runtime.
-// The name "" reads GPUINIT_BACKEND, and falls back to "auto".
+// The name "" reads GPUINIT_BACKEND, and falls back to "auto". opts
+// configure the Runtime Open returns, the one it made before too, as
+// [WithLogger] says.
 //
 // Open never initializes anything and makes no driver call. It does run a
 // named backend's Open, the registration's, which only makes the backend
@@ -178,7 +180,7 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 // an error wrapping ErrBadSetting. It names the backend meant where the case
 // or an alias was wrong. If the backend's Open fails, nothing is kept, and a
 // later Open tries again.
-func (g *Registry) Open(name string) (*Runtime, error) {
+func (g *Registry) Open(name string, opts ...Option) (*Runtime, error) {
 	fromEnv := false
 	if name == "" {
 		name, fromEnv = strings.TrimSpace(os.Getenv(envBackend)), true
@@ -187,7 +189,7 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 		name = "auto"
 	}
 	if r := g.runtimes.get(name); r != nil {
-		return r, nil
+		return r.applyOptions(opts), nil
 	}
 	if name == "auto" {
 		candidates := g.gpuBackends()
@@ -198,7 +200,7 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 			return nil, fmt.Errorf("%w: no GPU backend is registered in this binary; forgotten import? import _ %q",
 				ErrNotCompiled, backendsPackage)
 		}
-		return g.runtimes.add(name, newRuntime(g, candidates, true, nil)), nil
+		return g.runtimes.add(name, newRuntime(g, candidates, true, nil)).applyOptions(opts), nil
 	}
 	reg, ok := g.lookup(name)
 	if !ok || reg.Open == nil {
@@ -211,7 +213,7 @@ func (g *Registry) Open(name string) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.runtimes.add(name, newRuntime(g, []driver.Registration{reg}, false, b)), nil
+	return g.runtimes.add(name, newRuntime(g, []driver.Registration{reg}, false, b)).applyOptions(opts), nil
 }
 
 // notCompiled is Open's error for a name without an Open. It says why the

@@ -39,7 +39,7 @@ package device
 import (
 	"context"
 	"fmt"
-	"slices"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -80,6 +80,7 @@ type Runtime struct {
 	closing        closing                     // Shutdown's one state: closed, and what it waits for
 	failedCalls    failedCalls                 // queued calls that failed when they ran
 	saidFailure    atomic.Pointer[initFailure] // the memoized failure as Init says it
+	logger         atomic.Pointer[slog.Logger] // WithLogger's; nil: slog.Default
 }
 
 // choice is a Runtime's backend and what it registered with.
@@ -92,21 +93,22 @@ type choice struct {
 // for programs that bring their own Backend. Its registration is b's name
 // alone: the default generator ordering, and no classifier but b's own
 // [driver.ErrorClassifier]. Register b and Open it for more. New calls only
-// b's Name; nothing else is called on b until first use.
-func New(b driver.Backend, opts ...lazy.Option) *Runtime {
-	return newRuntime(nil, []driver.Registration{{Name: b.Name()}}, false, b, opts...)
+// b's Name; nothing else is called on b until first use. opts configure the
+// Runtime, as [WithLogger] does.
+func New(b driver.Backend, opts ...Option) *Runtime {
+	return newRuntime(nil, []driver.Registration{{Name: b.Name()}}, false, b).applyOptions(opts)
 }
 
 // newRuntime makes a Runtime over candidates. A non-nil b is the opened
 // backend of the only one.
-func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend, opts ...lazy.Option) *Runtime {
+func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driver.Backend) *Runtime {
 	r := &Runtime{registry: g, candidates: candidates, auto: auto}
 	r.closing.init()
 	r.view.Store(&view{changed: make(chan struct{})})
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}
-	r.init = lazy.New(r.initialize, append(slices.Clip(opts), lazy.WithQueuedFailures(r.failedCalls.add))...)
+	r.init = lazy.New(r.initialize, r.watchdogLogger(), lazy.WithQueuedFailures(r.failedCalls.add))
 	return r
 }
 

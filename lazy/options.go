@@ -17,7 +17,8 @@ type options struct {
 
 // WithWatchdog sets how long init or one queued function may run before the
 // Initializer logs, once for that function, a warning at slog.LevelWarn with the
-// phase, the call site, the time elapsed and every goroutine's stack. The default
+// phase, the call site, the time elapsed and every goroutine's stack (the
+// attribute StacksKey, which a handler may drop). The default
 // is DefaultWatchdog; zero or less disables the watchdog. The watchdog only
 // reports: it never interrupts the function.
 func WithWatchdog(threshold time.Duration) Option {
@@ -27,8 +28,10 @@ func WithWatchdog(threshold time.Duration) Option {
 	}
 }
 
-// WithLogger sets the logger for the watchdog's warnings. The default is
-// slog.Default() at the time of the warning. Warnings are written on the
+// WithLogger sets the logger for the watchdog's warnings: a server's own, so
+// that they come out in its format. The default is slog.Default() at the
+// time of the warning. A warning's message is one short line; every
+// goroutine's stack is its StacksKey attribute. Warnings are written on the
 // watchdog's own goroutine with no lock held, and nothing waits for them, so a
 // slow or blocked handler never delays Init; a handler that panics is recovered
 // and reported once, through slog.Default or else on stderr.

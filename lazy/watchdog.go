@@ -90,13 +90,24 @@ func (w *watchdog) warn(slow *entry, elapsed time.Duration) {
 	if slow.isInit {
 		phase = "init"
 	}
-	logger.Warn("lazy: initialization is taking long; a deadlock or a hung driver call?",
+	logger.Warn(slowMessage,
 		"phase", phase,
 		"site", slow.site(),
 		"elapsed", elapsed,
 		"threshold", w.threshold,
-		"goroutines", string(stacks(true)))
+		StacksKey, string(stacks(true)))
 }
+
+// slowMessage is the watchdog's warning: one short line, whatever the
+// handler. What would make it long, the stacks, is an attribute of its own.
+const slowMessage = "lazy: slow initialization: a deadlock or a hung driver call?"
+
+// StacksKey is the key of the watchdog's attribute that holds every
+// goroutine's stack, as runtime.Stack writes them: one string, often
+// thousands of characters over many lines. It is the warning's only long
+// attribute. A handler drops it with a ReplaceAttr that returns the empty
+// Attr for it, or keeps it for a log store that indexes multi-line values.
+const StacksKey = "goroutines"
 
 // reportLoggerPanic says once that the watchdog's logger panicked: through
 // slog.Default, unless that is the logger that failed, else on stderr.

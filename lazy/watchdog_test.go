@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,4 +262,72 @@ func TestWatchdogReportsAPanicOfTheDefaultLoggerOnStderr(t *testing.T) {
 	require.Equal(t, hangcheck.OK, r.Verdict, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	assert.Equal(t, 1, strings.Count(r.Stderr, "lazy: the watchdog's logger panicked"), "stderr:\n%s", r.Stderr)
 	assert.Contains(t, r.Stderr, "handler exploded")
+}
+
+// recordingHandler is a slog.Handler that keeps each record it handles.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+func (h *recordingHandler) all() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.records)
+}
+
+// TestWatchdogWarningIsOneShortLineWithTheStacksInOneAttribute: the
+// warning's message is one short line, and the stacks, the only long or
+// multi-line value, are one attribute under StacksKey: a handler that drops
+// that key writes the warning as one short line.
+func TestWatchdogWarningIsOneShortLineWithTheStacksInOneAttribute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const threshold = time.Second
+		slow := func(context.Context) error { time.Sleep(2 * threshold); return nil }
+		rec := &recordingHandler{}
+		var text syncBuffer
+		dropStacks := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == StacksKey {
+				return slog.Attr{}
+			}
+			return a
+		}}
+		i := New(slow, WithWatchdog(threshold), WithLogger(slog.New(slog.NewMultiHandler(rec, slog.NewTextHandler(&text, dropStacks)))))
+		require.NoError(t, i.Init(context.Background()))
+
+		records := rec.all()
+		require.Len(t, records, 1)
+		r := records[0]
+		assert.Equal(t, slog.LevelWarn, r.Level)
+		assert.NotContains(t, r.Message, "\n")
+		assert.LessOrEqual(t, len(r.Message), 64, "a short message: %q", r.Message)
+		var long []string
+		r.Attrs(func(a slog.Attr) bool {
+			if v := a.Value.String(); strings.Contains(v, "\n") || len(v) > 200 {
+				long = append(long, a.Key)
+			}
+			if a.Key == StacksKey {
+				assert.Contains(t, a.Value.String(), "TestWatchdogWarningIsOneShortLineWithTheStacksInOneAttribute")
+			}
+			return true
+		})
+		assert.Equal(t, []string{StacksKey}, long, "the stacks are the only long attribute")
+
+		text.mu.Lock()
+		line := strings.TrimSuffix(text.b.String(), "\n")
+		text.mu.Unlock()
+		assert.NotContains(t, line, "\n", "one line")
+		assert.Less(t, len(line), 300, "without the stacks the line is short: %s", line)
+		assert.Contains(t, line, "phase=init")
+	})
 }

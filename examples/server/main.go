@@ -71,7 +71,7 @@ func run(args []string) error {
 		return fmt.Errorf("-log-level=%q: want debug, info, warn or error", *logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	rt, err := device.Open(*backend)
+	rt, err := device.Open(*backend, device.WithLogger(logger)) // the watchdog warns in the server's format
 	if err != nil {
 		return err
 	}
