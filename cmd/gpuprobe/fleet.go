@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -19,11 +14,8 @@ import (
 
 // The fleet outputs: a Node Feature Discovery local-source feature file, whose
 // lines NFD turns into node labels, and a node_exporter textfile-collector
-// file of Prometheus metrics. Both say the same as the JSON report of the same
-// run, and both are written atomically.
-
-// labelPrefix is the prefix of every node label gpuprobe publishes.
-const labelPrefix = "gpuinit.io/"
+// file of Prometheus metrics (nfd.go and metrics.go write them). Both say the
+// same as the JSON report of the same run, and both are written atomically.
 
 // verdict is the probe's one-word result for labels and metrics: ok; hang
 // (initialization or a scenario hung); the GPU runtime's failure class
@@ -72,136 +64,6 @@ func (r report) noGPUReason() string {
 		return r.Error.Kind
 	}
 	return ""
-}
-
-// notInLabels matches what a Kubernetes label value may not hold.
-var notInLabels = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// labelValue makes s a valid Kubernetes label value: at most 63 characters of
-// [A-Za-z0-9_.-], starting and ending with an alphanumeric.
-func labelValue(s string) string {
-	s = notInLabels.ReplaceAllString(s, "_")
-	if len(s) > 63 {
-		s = s[:63]
-	}
-	return strings.Trim(s, "_.-")
-}
-
-// nfdFeatures renders the NFD feature file: an expiry directive, so that a
-// node whose probe stopped running loses its labels, then one name=value line
-// per label.
-func nfdFeatures(r report, now time.Time, ttl time.Duration) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# gpuinit's gpuprobe, %s; labels expire unless it runs again\n", now.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "# +expiry-time=%s\n", now.Add(ttl).UTC().Format(time.RFC3339))
-	label := func(name, value string) { fmt.Fprintf(&b, "%s%s=%s\n", labelPrefix, name, labelValue(value)) }
-	label("probe", r.verdict())
-	if r.noGPU() {
-		// What sim found says nothing of this node: a device or arch label
-		// would put GPU pods on it. The verdict and its reason only.
-		if reason := r.noGPUReason(); reason != "" {
-			label("reason", reason)
-		}
-		return b.Bytes()
-	}
-	label("backend", r.Backend)
-	if r.DriverVersion != 0 {
-		label("driver-version", fmt.Sprint(r.DriverVersion))
-	}
-	label("devices", fmt.Sprint(len(r.Devices)))
-	if h := worstVerdict(r.Devices); h != "" {
-		label("health", h)
-	}
-	var archs []string
-	for _, d := range r.Devices {
-		if d.Arch != "" && !slices.Contains(archs, d.Arch) {
-			archs = append(archs, d.Arch)
-		}
-	}
-	slices.Sort(archs)
-	for _, a := range archs {
-		label("arch."+labelValue(a), "true")
-	}
-	if r.RNG != nil {
-		label("rng", r.RNG.Verdict)
-	}
-	migLabels(label, r.Devices)
-	return b.Bytes()
-}
-
-// migLabels labels each MIG profile among the devices with its instances'
-// count, memory (MiB) and multiprocessors, under the suffixes NVIDIA's GPU
-// Feature Discovery uses (nvidia.com/mig-1g.10gb.count becomes
-// gpuinit.io/mig-1g.10gb.count), so that a rule written for one reads the
-// other. An instance whose profile NVML does not say is left out.
-func migLabels(label func(name, value string), devices []deviceInfo) {
-	type profile struct {
-		count           int
-		memory          uint64 // MiB
-		multiprocessors int
-	}
-	profiles := map[string]*profile{}
-	for _, d := range devices {
-		if d.MIG == nil || d.MIG.Profile == "" {
-			continue
-		}
-		p := profiles[d.MIG.Profile]
-		if p == nil {
-			p = &profile{memory: d.TotalMemory >> 20, multiprocessors: d.Multiprocessors}
-			profiles[d.MIG.Profile] = p
-		}
-		p.count++
-	}
-	for _, name := range slices.Sorted(maps.Keys(profiles)) {
-		p, prefix := profiles[name], "mig-"+labelValue(name)
-		label(prefix+".count", fmt.Sprint(p.count))
-		label(prefix+".memory", fmt.Sprint(p.memory))
-		label(prefix+".multiprocessors", fmt.Sprint(p.multiprocessors))
-	}
-}
-
-// promMetrics renders the node_exporter textfile metrics.
-func promMetrics(r report, now time.Time) []byte {
-	var b bytes.Buffer
-	gauge := func(name, help string) { fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name) }
-	success := 0
-	if r.verdict() == "ok" {
-		success = 1
-	}
-	gauge("gpuinit_probe_success", "Whether GPU bring-up and every re-entrant scenario worked on this node (1) or not (0).")
-	fmt.Fprintf(&b, "gpuinit_probe_success{backend=%q,verdict=%q} %d\n", r.Backend, r.verdict(), success)
-	gauge("gpuinit_scenario_duration_seconds", "How long each re-entrant scenario's child process took, by verdict.")
-	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "gpuinit_scenario_duration_seconds{scenario=%q,verdict=%q} %g\n", s.Name, s.Verdict, s.DurationMillis/1000)
-	}
-	gauge("gpuinit_init_duration_seconds", "How long the GPU runtime's initialization took.")
-	fmt.Fprintf(&b, "gpuinit_init_duration_seconds{backend=%q} %g\n", r.Backend, r.InitMillis/1000)
-	gauge("gpuinit_devices", "How many GPUs the driver reported; 0 where the node has none to probe.")
-	devices := len(r.Devices)
-	if r.noGPU() {
-		devices = 0 // sim's devices are no GPUs of this node's
-	}
-	fmt.Fprintf(&b, "gpuinit_devices{backend=%q} %d\n", r.Backend, devices)
-	gauge("gpuinit_driver_version", "The driver's version (CUDA: 12040 for 12.4); 0 where unknown.")
-	fmt.Fprintf(&b, "gpuinit_driver_version{backend=%q} %d\n", r.Backend, r.DriverVersion)
-	gauge("gpuinit_init_failure", "The GPU runtime's initialization failed, by class (no-gpu, not-yet, needs-operator): 1 for the class it failed with.")
-	for _, c := range []device.Class{device.NoGPUHere, device.NotYet, device.NeedsOperator} {
-		v := 0
-		if r.Class == c.String() {
-			v = 1
-		}
-		fmt.Fprintf(&b, "gpuinit_init_failure{backend=%q,class=%q} %d\n", r.Backend, c, v)
-	}
-	if r.BringUp != nil {
-		gauge("gpuinit_preflight_attempts", "How many preflight children the bring-up ran.")
-		fmt.Fprintf(&b, "gpuinit_preflight_attempts{backend=%q} %d\n", r.Backend, r.BringUp.Attempts)
-	}
-	if !r.noGPU() {
-		deviceMetrics(&b, r, gauge)
-	}
-	gauge("gpuinit_probe_timestamp_seconds", "When the probe ran, in seconds since the epoch.")
-	fmt.Fprintf(&b, "gpuinit_probe_timestamp_seconds %d\n", now.Unix())
-	return b.Bytes()
 }
 
 // writeAtomically writes data to path through a temporary file in the same

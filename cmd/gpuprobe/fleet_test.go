@@ -96,7 +96,15 @@ func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	metrics, err := os.ReadFile(prom)
 	require.NoError(t, err)
 	assert.Contains(t, string(metrics), `gpuinit_probe_success{backend="sim",verdict="no-gpu"} 0`)
-	assert.Contains(t, string(metrics), `gpuinit_devices{backend="sim"} 0`, "sim's devices are no GPUs of this node's")
+	// What failed is labelled with the backend that failed: sim neither
+	// failed nor has GPUs of this node's.
+	require.NotEmpty(t, rep.Fallback.Backends)
+	for _, b := range rep.Fallback.Backends {
+		assert.Contains(t, string(metrics), `gpuinit_devices{backend="`+b.Backend+`"} 0`)
+		assert.Contains(t, string(metrics), `gpuinit_init_failure{backend="`+b.Backend+`",class="`+b.Error.Class+`"} 1`)
+	}
+	assert.NotContains(t, string(metrics), `gpuinit_devices{backend="sim"}`, "sim's devices are no GPUs of this node's")
+	assert.NotContains(t, string(metrics), `gpuinit_init_failure{backend="sim"`, "sim did not fail")
 	assert.NotContains(t, string(metrics), "gpuinit_device_", "no per-device GPU series")
 	text := probeRun(t, bin, env, "-scenario", "queued")
 	assert.Contains(t, text.stdout, "result      ok on sim; this node's verdict (gpuinit.io/probe, gpuinit_probe_success): no-gpu\n")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,66 +69,69 @@ func checkHealth(ctx context.Context, rt *device.Runtime, watch time.Duration, r
 }
 
 // deviceMetrics renders each device's health, canary and losses as metrics.
-func deviceMetrics(b *bytes.Buffer, r report, gauge func(name, help string)) {
+func deviceMetrics(m *metrics, r report) {
 	if len(r.Devices) == 0 {
 		return
 	}
-	labels := func(d deviceInfo) string {
-		return fmt.Sprintf("backend=%q,ordinal=\"%d\",uuid=%q", r.Backend, d.Ordinal, d.UUID)
+	labels := func(d deviceInfo, more ...string) []string {
+		return append([]string{"backend", r.Backend, "ordinal", fmt.Sprint(d.Ordinal), "uuid", d.UUID}, more...)
 	}
-	gauge("gpuinit_device_health_watched", "Whether the driver's health events are watched on the device (1), or its health is unknown (0).")
+	m.gauge("gpuinit_device_health_watched", "Whether the driver's health events are watched on the device (1), or its health is unknown (0).")
 	for _, d := range r.Devices {
-		fmt.Fprintf(b, "gpuinit_device_health_watched{%s} %d\n", labels(d), boolMetric(d.Health != nil && d.Health.Watched))
+		m.sample("gpuinit_device_health_watched", float64(boolMetric(d.Health != nil && d.Health.Watched)), labels(d)...)
 	}
-	gauge("gpuinit_device_health_events", "Health events counted against the device (Xids that leave it in service, corrected ECC errors, RAS counts), by event.")
+	m.gauge("gpuinit_device_health_events", "Health events counted against the device (Xids that leave it in service, corrected ECC errors, RAS counts), by event.")
 	for _, d := range r.Devices {
 		if d.Health == nil {
 			continue
 		}
 		for _, ev := range slices.Sorted(maps.Keys(d.Health.Counted)) {
-			fmt.Fprintf(b, "gpuinit_device_health_events{%s,event=%q} %d\n", labels(d), ev, d.Health.Counted[ev])
+			m.sample("gpuinit_device_health_events", float64(d.Health.Counted[ev]), labels(d, "event", ev)...)
 		}
 	}
-	gauge("gpuinit_device_ecc_errors", "The driver's ECC error counts for the device, by type; absent where it cannot read them.")
+	counters := func(d deviceInfo) *driver.HealthCounters {
+		if d.Health == nil {
+			return nil
+		}
+		return d.Health.Counters
+	}
+	m.gauge("gpuinit_device_ecc_errors", "The driver's ECC error counts for the device, by type; absent where it cannot read them.")
 	for _, d := range r.Devices {
-		if d.Health == nil || d.Health.Counters == nil {
-			continue
+		if c := counters(d); c != nil && c.ECCCorrected != nil {
+			m.sample("gpuinit_device_ecc_errors", float64(*c.ECCCorrected), labels(d, "type", "corrected")...)
 		}
-		if c := d.Health.Counters.ECCCorrected; c != nil {
-			fmt.Fprintf(b, "gpuinit_device_ecc_errors{%s,type=\"corrected\"} %d\n", labels(d), *c)
-		}
-		if c := d.Health.Counters.ECCUncorrected; c != nil {
-			fmt.Fprintf(b, "gpuinit_device_ecc_errors{%s,type=\"uncorrected\"} %d\n", labels(d), *c)
+		if c := counters(d); c != nil && c.ECCUncorrected != nil {
+			m.sample("gpuinit_device_ecc_errors", float64(*c.ECCUncorrected), labels(d, "type", "uncorrected")...)
 		}
 	}
-	gauge("gpuinit_device_row_remap_pending", "Whether the device has row remappings pending a reset (1); absent where unknown.")
+	m.gauge("gpuinit_device_row_remap_pending", "Whether the device has row remappings pending a reset (1); absent where unknown.")
 	for _, d := range r.Devices {
-		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.RowRemapsPending != nil {
-			fmt.Fprintf(b, "gpuinit_device_row_remap_pending{%s} %d\n", labels(d), boolMetric(*d.Health.Counters.RowRemapsPending))
+		if c := counters(d); c != nil && c.RowRemapsPending != nil {
+			m.sample("gpuinit_device_row_remap_pending", float64(boolMetric(*c.RowRemapsPending)), labels(d)...)
 		}
 	}
-	gauge("gpuinit_device_row_remap_failed", "Whether a row remapping failed on the device (1: service it), as DCGM's DCGM_FI_DEV_ROW_REMAP_FAILURE; absent where unknown.")
+	m.gauge("gpuinit_device_row_remap_failed", "Whether a row remapping failed on the device (1: service it), as DCGM's DCGM_FI_DEV_ROW_REMAP_FAILURE; absent where unknown.")
 	for _, d := range r.Devices {
-		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.RowRemapFailed != nil {
-			fmt.Fprintf(b, "gpuinit_device_row_remap_failed{%s} %d\n", labels(d), boolMetric(*d.Health.Counters.RowRemapFailed))
+		if c := counters(d); c != nil && c.RowRemapFailed != nil {
+			m.sample("gpuinit_device_row_remap_failed", float64(boolMetric(*c.RowRemapFailed)), labels(d)...)
 		}
 	}
-	gauge("gpuinit_device_pcie_replays", "The device's PCIe replay counter since the driver loaded, as DCGM's DCGM_FI_DEV_PCIE_REPLAY_COUNTER; absent where unknown.")
+	m.gauge("gpuinit_device_pcie_replays", "The device's PCIe replay counter since the driver loaded, as DCGM's DCGM_FI_DEV_PCIE_REPLAY_COUNTER; absent where unknown.")
 	for _, d := range r.Devices {
-		if d.Health != nil && d.Health.Counters != nil && d.Health.Counters.PCIeReplays != nil {
-			fmt.Fprintf(b, "gpuinit_device_pcie_replays{%s} %d\n", labels(d), *d.Health.Counters.PCIeReplays)
+		if c := counters(d); c != nil && c.PCIeReplays != nil {
+			m.sample("gpuinit_device_pcie_replays", float64(*c.PCIeReplays), labels(d)...)
 		}
 	}
-	verdictMetrics(b, r, labels, gauge)
-	gauge("gpuinit_device_canary_ok", "Whether the device's 4-byte round trip worked (1) or not (0); absent where the backend has no canary.")
+	verdictMetrics(m, r, labels)
+	m.gauge("gpuinit_device_canary_ok", "Whether the device's 4-byte round trip worked (1) or not (0); absent where the backend has no canary.")
 	for _, d := range r.Devices {
 		if d.Canary != nil {
-			fmt.Fprintf(b, "gpuinit_device_canary_ok{%s} %d\n", labels(d), boolMetric(d.Canary.OK))
+			m.sample("gpuinit_device_canary_ok", float64(boolMetric(d.Canary.OK)), labels(d)...)
 		}
 	}
-	gauge("gpuinit_device_lost", "Devices lost while probed, by who saw it: 1 per lost device.")
+	m.gauge("gpuinit_device_lost", "Devices lost while probed, by who saw it: 1 per lost device.")
 	for _, l := range r.Lost {
-		fmt.Fprintf(b, "gpuinit_device_lost{backend=%q,ordinal=\"%d\",source=%q} 1\n", r.Backend, l.Ordinal, l.Source)
+		m.sample("gpuinit_device_lost", 1, "backend", r.Backend, "ordinal", fmt.Sprint(l.Ordinal), "source", l.Source)
 	}
 }
 
@@ -146,21 +148,21 @@ var verdicts = []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, d
 // verdictMetrics renders each device's verdict as a state set (1 for its
 // verdict, 0 for the others), and the driver's recovery action where it
 // says one.
-func verdictMetrics(b *bytes.Buffer, r report, labels func(deviceInfo) string, gauge func(name, help string)) {
-	gauge("gpuinit_device_verdict", "The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.")
+func verdictMetrics(m *metrics, r report, labels func(d deviceInfo, more ...string) []string) {
+	m.gauge("gpuinit_device_verdict", "The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.")
 	for _, d := range r.Devices {
 		v := driver.VerdictUnknown
 		if d.Health != nil {
 			v = d.Health.Verdict
 		}
 		for _, w := range verdicts {
-			fmt.Fprintf(b, "gpuinit_device_verdict{%s,verdict=%q} %d\n", labels(d), w, boolMetric(v == w))
+			m.sample("gpuinit_device_verdict", float64(boolMetric(v == w)), labels(d, "verdict", w.String())...)
 		}
 	}
-	gauge("gpuinit_device_recovery_action", "What the driver says the GPU needs (NVML's GPU recovery action: none, reset-gpu, reboot-node, drain, service): 1 for the action; absent where the driver cannot say.")
+	m.gauge("gpuinit_device_recovery_action", "What the driver says the GPU needs (NVML's GPU recovery action: none, reset-gpu, reboot-node, drain, service): 1 for the action; absent where the driver cannot say.")
 	for _, d := range r.Devices {
 		if d.Health != nil && d.Health.Recovery != "" {
-			fmt.Fprintf(b, "gpuinit_device_recovery_action{%s,action=%q} 1\n", labels(d), d.Health.Recovery)
+			m.sample("gpuinit_device_recovery_action", 1, labels(d, "action", d.Health.Recovery)...)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
@@ -34,10 +33,14 @@ func TestEachDevicesVerdictIsAStateSetAndItsRecoveryActionASeries(t *testing.T) 
 		{Ordinal: 0, UUID: "GPU-a", Health: &health.DeviceHealth{Verdict: driver.VerdictUnhealthy, Recovery: "reset-gpu"}},
 		{Ordinal: 1, UUID: "GPU-b", Health: &health.DeviceHealth{Verdict: driver.VerdictHealthy}},
 	}}
-	var b bytes.Buffer
-	labels := func(d deviceInfo) string { return fmt.Sprintf("ordinal=\"%d\"", d.Ordinal) }
-	verdictMetrics(&b, r, labels, func(string, string) {})
-	assert.Equal(t, `gpuinit_device_verdict{ordinal="0",verdict="healthy"} 0
+	var m metrics
+	labels := func(d deviceInfo, more ...string) []string {
+		return append([]string{"ordinal", fmt.Sprint(d.Ordinal)}, more...)
+	}
+	verdictMetrics(&m, r, labels)
+	assert.Equal(t, `# HELP gpuinit_device_verdict The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.
+# TYPE gpuinit_device_verdict gauge
+gpuinit_device_verdict{ordinal="0",verdict="healthy"} 0
 gpuinit_device_verdict{ordinal="0",verdict="degraded"} 0
 gpuinit_device_verdict{ordinal="0",verdict="unhealthy"} 1
 gpuinit_device_verdict{ordinal="0",verdict="unknown"} 0
@@ -45,6 +48,8 @@ gpuinit_device_verdict{ordinal="1",verdict="healthy"} 1
 gpuinit_device_verdict{ordinal="1",verdict="degraded"} 0
 gpuinit_device_verdict{ordinal="1",verdict="unhealthy"} 0
 gpuinit_device_verdict{ordinal="1",verdict="unknown"} 0
+# HELP gpuinit_device_recovery_action What the driver says the GPU needs (NVML's GPU recovery action: none, reset-gpu, reboot-node, drain, service): 1 for the action; absent where the driver cannot say.
+# TYPE gpuinit_device_recovery_action gauge
 gpuinit_device_recovery_action{ordinal="0",action="reset-gpu"} 1
-`, b.String())
+`, m.b.String())
 }
