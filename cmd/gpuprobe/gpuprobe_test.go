@@ -261,15 +261,23 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		})
 	}
 
-	t.Run("help shows examples", func(t *testing.T) {
+	t.Run("help shows examples, on stdout", func(t *testing.T) {
 		r := probeRun(t, bin, nil, "-h")
 		assert.Equal(t, exitOK, r.code)
+		assert.Empty(t, r.stderr, "the help asked for is the answer: stdout")
+		assert.Contains(t, r.stdout, "Examples:")
+		assert.Contains(t, r.stdout, "-discipline legacy -timeout 3s")
+		assert.Contains(t, r.stdout, "initialization hung", "the exit statuses name every case")
+		assert.Contains(t, r.stdout, "130 or 143 interrupted")
+		assert.Contains(t, r.stdout, "a fleet file (-nfd-file,\n-prom-file) could not be written")
+		assert.Contains(t, r.stdout, "with sim, refused (exit 2)", "-require-gpu's help says what it does with sim")
+	})
+	t.Run("a bad flag: the error and the usage on stderr", func(t *testing.T) {
+		r := probeRun(t, bin, nil, "-intervall=10m")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Empty(t, r.stdout)
+		assert.Contains(t, r.stderr, "flag provided but not defined: -intervall")
 		assert.Contains(t, r.stderr, "Examples:")
-		assert.Contains(t, r.stderr, "-discipline legacy -timeout 3s")
-		assert.Contains(t, r.stderr, "initialization hung", "the exit statuses name every case")
-		assert.Contains(t, r.stderr, "130 or 143 interrupted")
-		assert.Contains(t, r.stderr, "a fleet file (-nfd-file,\n-prom-file) could not be written")
-		assert.Contains(t, r.stderr, "with sim, refused (exit 2)", "-require-gpu's help says what it does with sim")
 	})
 }
 

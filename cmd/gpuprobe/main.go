@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -114,15 +115,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.promFile, "prom-file", "", "write node_exporter textfile metrics (gpuinit_*) to this .prom file")
 	fs.DurationVar(&cfg.interval, "interval", 0, "repeat the probe every interval until SIGTERM, rewriting the files and printing the report each round; 0 runs once")
 	fs.BoolVar(&cfg.preflight, "preflight", true, "run the driver's init in a child process first, under -timeout, so that a hang or crash there is reported with the child's stacks ($"+"GPUINIT_PREFLIGHT"+" overrides)")
+	// The usage goes to stdout when asked for (-h), as the answer it is,
+	// and to stderr after a flag's error.
+	var usage bytes.Buffer
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
+		fs.SetOutput(&usage)
+		defer fs.SetOutput(stderr)
+		fmt.Fprint(&usage, usageText)
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, exitText)
+		fmt.Fprint(&usage, exitText)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			_, _ = stdout.Write(usage.Bytes())
 			return exitOK
 		}
+		_, _ = stderr.Write(usage.Bytes())
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

@@ -27,6 +27,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -63,7 +64,14 @@ func run(args []string) error {
 	canary := fs.Duration("canary", 0, "how often readiness proves each device still works with a 4-byte round trip; 0 never")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", (30 * time.Second), "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
+	var usage bytes.Buffer // -h's answer goes to stdout, a flag's error to stderr
+	fs.SetOutput(&usage)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			_, _ = os.Stdout.Write(usage.Bytes())
+			return nil
+		}
+		_, _ = os.Stderr.Write(usage.Bytes())
 		return err
 	}
 	var level slog.Level
