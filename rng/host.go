@@ -9,7 +9,7 @@ import (
 // without a GPU: the stream a device generator of its Ordering would draw,
 // with PyTorch's rounding of the offset to blocks of 4 and its int64 limit,
 // as Generators.GenerateOnHost draws it. It needs no device.Runtime, so it
-// works where initialization failed (device.NoUsableGPU). Its zero value is
+// works where initialization failed ([device.FallBackToCPU]). Its zero value is
 // a generator in cuRAND's ordering with seed 0; it is safe for concurrent
 // use, each draw continuing where the last ended.
 type Host struct {

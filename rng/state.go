@@ -14,7 +14,7 @@
 // found, a state per device for another count) fails that queued call alone.
 // The initialization succeeds and the calls queued after it apply. The
 // failure is its own: the runtime records it with the call site that queued
-// it ([device.Stats] FailedCalls, the health status), and no other call
+// it ([device.Stats].FailedCalls, the health status), and no other call
 // returns it. [Generators] is shared by every request of a server, so one
 // request's bad ordinal must not fail another's next call, as a buffered
 // writer's next Write would. PyTorch raises such a failure from whatever

@@ -24,7 +24,7 @@ type Registration struct {
 	// AutoRank orders auto's candidates, lowest first, then by Name.
 	AutoRank int
 	// Ordering is how the backend's device generators lay out Philox's
-	// stream, so that a CPU can draw the same values (rng.GenerateOnHost).
+	// stream, so that a CPU can draw the same values (rng.Generators.GenerateOnHost).
 	Ordering Ordering
 	// Visibility is which variables choose the backend's devices, and how
 	// they are read, for device.Runtime.DeviceMap.
