@@ -223,9 +223,7 @@ func readmeText(t *testing.T) (text string, removed []string) {
 		}
 		if inTable && strings.HasPrefix(line, "| ") {
 			cells := strings.SplitN(line, " | ", 2)
-			for _, m := range reference.FindAllString(cells[0], -1) {
-				removed = append(removed, m)
-			}
+			removed = append(removed, reference.FindAllString(cells[0], -1)...)
 			line = "| " + cells[len(cells)-1]
 		} else {
 			inTable = false
