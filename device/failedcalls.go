@@ -1,6 +1,8 @@
 package device
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -43,4 +45,15 @@ func (f *failedCalls) snapshot() ([]*lazy.DeferredError, int) {
 		kept = *p
 	}
 	return kept, int(f.dropped.Load())
+}
+
+// queuedCallFailed records a queued call's failure, and logs it with the
+// call site through the Runtime's logger: its caller was never told, since
+// LazyCall had returned nil when it queued it. lazy calls it on the
+// initialization's goroutine.
+func (r *Runtime) queuedCallFailed(d *lazy.DeferredError) {
+	r.failedCalls.add(d)
+	slog.New(runtimeHandler{r}).LogAttrs(context.Background(), slog.LevelWarn,
+		"gpuinit: a call queued before initialization failed when it ran; the initialization and the other calls went on",
+		slog.String("backend", r.Name()), slog.String("site", d.Site), slog.Any("err", d.Err))
 }

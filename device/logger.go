@@ -13,7 +13,8 @@ type Option func(*Runtime)
 // WithLogger sets the logger of the Runtime's own warnings. The
 // initialization's watchdog warns through it when the initialization, or
 // one call queued before it, runs past [lazy.DefaultWatchdog]: a driver call
-// that hangs, or a deadlock. The warning's message is one short line, and
+// that hangs, or a deadlock. A call queued with LazyCall that fails when it
+// runs is logged through it too, with the site that queued it. The warning's message is one short line, and
 // every goroutine's stack is its one [lazy.StacksKey] attribute, which a
 // handler's ReplaceAttr may drop. Without WithLogger, or with a nil logger,
 // the warnings go to [slog.Default] as it is at each warning.

@@ -2,6 +2,7 @@ package device_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -93,4 +94,25 @@ func TestTheWatchdogWarnsThroughTheLoggerTheServerGives(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAQueuedCallsFailureIsLoggedWithItsSite: a call queued before
+// initialization whose failure no caller was told of is logged through the
+// Runtime's logger, with the site that queued it and its error.
+func TestAQueuedCallsFailureIsLoggedWithItsSite(t *testing.T) {
+	rec := &recorder{}
+	rt := device.New(sim.New(), device.WithLogger(slog.New(rec)))
+	ctx := context.Background()
+	bad := errors.New("ordinal 5 of 2")
+	require.NoError(t, rt.LazyCall(ctx, func(context.Context) error { return bad }))
+	require.NoError(t, rt.Init(ctx))
+	records := rec.all()
+	require.Len(t, records, 1)
+	assert.Equal(t, slog.LevelWarn, records[0].Level)
+	attrs := map[string]string{}
+	records[0].Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	assert.Contains(t, attrs["site"], "logger_test.go:", "the site that queued it")
+	assert.Contains(t, attrs["site"], "TestAQueuedCallsFailureIsLoggedWithItsSite")
+	assert.Equal(t, bad.Error(), attrs["err"])
+	assert.Equal(t, "sim", attrs["backend"])
 }

@@ -108,7 +108,7 @@ func newRuntime(g *Registry, candidates []driver.Registration, auto bool, b driv
 	if b != nil {
 		r.chosen.Store(&choice{reg: candidates[0], backend: b})
 	}
-	r.init = lazy.New(r.initialize, r.watchdogLogger(), lazy.WithQueuedFailures(r.failedCalls.add))
+	r.init = lazy.New(r.initialize, r.watchdogLogger(), lazy.WithQueuedFailures(r.queuedCallFailed))
 	return r
 }
 
