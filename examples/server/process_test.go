@@ -49,10 +49,16 @@ func startBinary(t testing.TB, bin string, env []string, args ...string) (string
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
+	// A pipe of the test's own, not StderrPipe: cmd.Wait closes that one as
+	// soon as the server exits, which can lose the lines it wrote last.
+	// This one is read to its end, whoever waits for the server.
+	stderr, w, err := os.Pipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); stderr.Close() })
 	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
