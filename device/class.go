@@ -116,7 +116,7 @@ var classRules = []classRule{
 		func(f failure) bool { return errors.Is(f.err, driver.ErrDriverTooOld) }},
 	{NotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
 		func(f failure) bool { return errors.Is(f.err, driver.ErrNotReady) }},
-	{NoGPUHere, "no device, and a visibility setting hides every GPU on purpose (CUDA_VISIBLE_DEVICES empty or -1, NVIDIA_VISIBLE_DEVICES=void, HIP_VISIBLE_DEVICES=-1)",
+	{NoGPUHere, "no device, and a visibility setting leaves the driver none, as the driver reads it, whatever the host's devices (CUDA_VISIBLE_DEVICES empty, -1, gpu0 or 0,0; NVIDIA_VISIBLE_DEVICES=void; HIP_VISIBLE_DEVICES=-1)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
 	{NotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -95,22 +96,48 @@ func TestANoDeviceFailureIsClassedByWhatTheHostShows(t *testing.T) {
 		env      map[string]string // the visibility variables set; the others are unset
 		want     device.Class
 		says     string
+		nodes    int // the /dev/nvidiaN nodes the host shows, which NoDevice counts
 	}{
-		{"a device node, the driver not up yet", cuda, true, "/dev/x0 exists", nil, device.NotYet, "(not-yet: /dev/x0 exists, so the GPU may not be ready yet)"},
-		{"no device node given (a container given no GPU)", cuda, false, "no /dev/x0 device node", nil, device.NoGPUHere, "(no-gpu: no /dev/x0 device node)"},
-		{"every GPU hidden on purpose, -1", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`},
-		{"every GPU hidden on purpose, empty", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="" hides every GPU)`},
-		{"GPUs chosen, the driver not up yet", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "0"}, device.NotYet, "so the GPU may not be ready yet"},
-		{"ROCm: /dev/kfd, every GPU hidden by HIP_VISIBLE_DEVICES=-1", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="-1" hides every GPU)`},
-		{"ROCm: /dev/kfd, every GPU hidden by an empty ROCR_VISIBLE_DEVICES", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="" hides every GPU)`},
+		{"a device node, the driver not up yet", cuda, true, "/dev/x0 exists", nil, device.NotYet, "(not-yet: /dev/x0 exists, so the GPU may not be ready yet)", 0},
+		{"no device node given (a container given no GPU)", cuda, false, "no /dev/x0 device node", nil, device.NoGPUHere, "(no-gpu: no /dev/x0 device node)", 0},
+		{"every GPU hidden on purpose, -1", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-1" hides every GPU)`, 0},
+		{"every GPU hidden on purpose, empty", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="" hides every GPU)`, 0},
+		{"GPUs chosen, the driver not up yet", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "0"}, device.NotYet, "so the GPU may not be ready yet", 0},
+		{"ROCm: /dev/kfd, every GPU hidden by HIP_VISIBLE_DEVICES=-1", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "-1"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="-1" hides every GPU)`, 0},
+		{"ROCm: /dev/kfd, every GPU hidden by an empty ROCR_VISIBLE_DEVICES", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": ""}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="" hides every GPU)`, 0},
 		{"ROCm: /dev/kfd, HIP_VISIBLE_DEVICES chooses over CUDA_VISIBLE_DEVICES=-1", rocm, true, "/dev/kfd exists",
-			map[string]string{"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "-1"}, device.NotYet, "(not-yet: /dev/kfd exists, so the GPU may not be ready yet)"},
+			map[string]string{"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "-1"}, device.NotYet, "(not-yet: /dev/kfd exists, so the GPU may not be ready yet)", 0},
+		// Lists that leave the driver no device, as it reads them, whatever
+		// the host's devices: no wait changes them.
+		{"a repeat empties CUDA's list, 0,0", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "0,0"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="0,0" hides every GPU)`, 0},
+		{"a negative first index, -2", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "-2"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-2" hides every GPU)`, 0},
+		{"a name CUDA does not read, gpu0", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "gpu0"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="gpu0" hides every GPU)`, 0},
+		{"GPU-, ambiguous on a host of two GPUs", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="GPU-" hides every GPU)`, 2},
+		{"MIG- and no UUID, MIG-unknown", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-unknown"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="MIG-unknown" hides every GPU)`, 0},
+		{"MIG- and a GPU UUID no GPU can have", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-GPU-unknown/1/0"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="MIG-GPU-unknown/1/0" hides every GPU)`, 0},
+		{"ROCm: HIP_VISIBLE_DEVICES=-2", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "-2"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="-2" hides every GPU)`, 0},
+		{"ROCm: HIP_VISIBLE_DEVICES=gpu0", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "gpu0"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="gpu0" hides every GPU)`, 0},
+		{"ROCm: HIP_VISIBLE_DEVICES=GPU-zz, no AMD UUID", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "GPU-zz"}, device.NoGPUHere, `(no-gpu: HIP_VISIBLE_DEVICES="GPU-zz" hides every GPU)`, 0},
+		{"ROCm: ROCR_VISIBLE_DEVICES=GPU-, too short for ROCr", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": "GPU-"}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="GPU-" hides every GPU)`, 0},
+		{"ROCm: ROCR_VISIBLE_DEVICES=gpu0", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": "gpu0"}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="gpu0" hides every GPU)`, 0},
+		{"ROCm: ROCR_VISIBLE_DEVICES=-2", rocm, true, "/dev/kfd exists", map[string]string{"ROCR_VISIBLE_DEVICES": "-2"}, device.NoGPUHere, `(no-gpu: ROCR_VISIBLE_DEVICES="-2" hides every GPU)`, 0},
+		{"ROCm: CUDA_VISIBLE_DEVICES=-2 as HIP reads it", rocm, true, "/dev/kfd exists", map[string]string{"CUDA_VISIBLE_DEVICES": "-2"}, device.NoGPUHere, `(no-gpu: CUDA_VISIBLE_DEVICES="-2" hides every GPU)`, 0},
+		// Lists that may leave the driver a device: its answer may change.
+		{"GPU- on a host of one GPU names it", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-"}, device.NotYet, "so the GPU may not be ready yet", 1},
+		{"a well-formed MIG UUID: only the devices settle it", cuda, true, "/dev/x0 exists", map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f"}, device.NotYet, "so the GPU may not be ready yet", 0},
+		{"ROCm: HIP skips a repeat, 0,0", rocm, true, "/dev/kfd exists", map[string]string{"HIP_VISIBLE_DEVICES": "0,0"}, device.NotYet, "so the GPU may not be ready yet", 0},
+		{"ROCm: HIP does not read GPU_DEVICE_ORDINAL", rocm, true, "/dev/kfd exists", map[string]string{"GPU_DEVICE_ORDINAL": "-1"}, device.NotYet, "so the GPU may not be ready yet", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, name := range append(drivercodes.CUDAHiding, drivercodes.HIPHiding...) {
+			for _, name := range append(append([]string{"GPU_DEVICE_ORDINAL"}, drivercodes.CUDAHiding.Vars...), drivercodes.HIPHiding.Vars...) {
 				t.Setenv(name, "")
 				require.NoError(t, os.Unsetenv(name))
 			}
+			dev := t.TempDir() // the /dev/nvidiaN nodes NoDevice counts
+			for i := range tc.nodes {
+				require.NoError(t, os.WriteFile(filepath.Join(dev, fmt.Sprintf("nvidia%d", i)), nil, 0o644))
+			}
+			t.Setenv("GPUINIT_DEV_ROOT", dev)
 			for name, value := range tc.env {
 				t.Setenv(name, value)
 			}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -218,6 +219,65 @@ func TestEachHostSituation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAListThatLeavesTheDriverNoDeviceIsNoGPU: with GPU device nodes there,
+// a visibility list that leaves the driver no device, as the driver reads it,
+// is no-gpu: served on the CPU, never retried as not-yet, since no restart
+// changes a variable. The fake drivers do not read such lists, so each host
+// has its fake answer 100, as the real driver does.
+func TestAListThatLeavesTheDriverNoDeviceIsNoGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		host  func(t *testing.T) ([]string, []string)
+		value string // the variable, as set
+	}{
+		{"CUDA: a repeat", nvidiaNoDevice(1), "CUDA_VISIBLE_DEVICES=0,0"},
+		{"CUDA: a negative index", nvidiaNoDevice(1), "CUDA_VISIBLE_DEVICES=-2"},
+		{"CUDA: a name", nvidiaNoDevice(1), "CUDA_VISIBLE_DEVICES=gpu0"},
+		{"CUDA: GPU- on a host of two GPUs", nvidiaNoDevice(2), "CUDA_VISIBLE_DEVICES=GPU-"},
+		{"CUDA: MIG- and no UUID", nvidiaNoDevice(1), "CUDA_VISIBLE_DEVICES=MIG-unknown"},
+		{"ROCm: a negative index", amdNoDevice, "HIP_VISIBLE_DEVICES=-2"},
+		{"ROCm: a name to ROCr", amdNoDevice, "ROCR_VISIBLE_DEVICES=gpu0"},
+		{"ROCm: GPU- to ROCr", amdNoDevice, "ROCR_VISIBLE_DEVICES=GPU-"},
+		{"ROCm: CUDA_VISIBLE_DEVICES as HIP reads it", amdNoDevice, "CUDA_VISIBLE_DEVICES=-2"},
+	} {
+		t.Run(tc.name+": "+tc.value, func(t *testing.T) {
+			t.Parallel() // servers over their own fakes, mostly waiting
+			env, args := tc.host(t)
+			url, _, _ := startBinary(t, childtest.Binary(t), append(env, tc.value), args...)
+			get(t, url+health.ReadyPath) // the first readiness probe starts init
+			st := waitForState(t, url, "failed")
+			name, value, _ := strings.Cut(tc.value, "=")
+			assert.Equal(t, "no-gpu", st.Class, st.Reason)
+			assert.Contains(t, st.Reason, fmt.Sprintf("(no-gpu: %s=%q hides every GPU)", name, value))
+			assert.True(t, st.Degraded, "served on the CPU")
+			if st.BringUp != nil {
+				assert.Equal(t, 1, st.BringUp.Attempts, "never retried")
+			}
+		})
+	}
+}
+
+// nvidiaNoDevice is an NVIDIA host with nodes GPU device nodes and the
+// module loaded, whose fake libcuda answers 100.
+func nvidiaNoDevice(nodes int) func(t *testing.T) ([]string, []string) {
+	return func(t *testing.T) ([]string, []string) {
+		env := nvidiaHost(t, true, true)
+		for _, kv := range env {
+			if dev, ok := strings.CutPrefix(kv, "GPUINIT_DEV_ROOT="); ok {
+				for i := 1; i < nodes; i++ {
+					require.NoError(t, os.WriteFile(filepath.Join(dev, fmt.Sprintf("nvidia%d", i)), nil, 0o644))
+				}
+			}
+		}
+		return append(env, "GPUINIT_FAKE_CUDA_INIT=100"), []string{"-backend", "cuda"}
+	}
+}
+
+// amdNoDevice is an AMD host given /dev/kfd, whose fake HIP answers 100.
+func amdNoDevice(t *testing.T) ([]string, []string) {
+	return append(amdHost(t, true), "GPUINIT_FAKE_HIP_INIT=100"), []string{"-backend", "hip"}
 }
 
 // copyOf copies the binary at bin to a folder of t's.

@@ -4,27 +4,73 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/kfd"
 	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
+	"github.com/gpuinit/gpuinit/device/internal/visibility"
 )
 
-// The variables that can hide every GPU from a process, per vendor. Those
-// that only order or retarget devices (CUDA_DEVICE_ORDER,
-// HSA_OVERRIDE_GFX_VERSION) hide none, so they are not here;
-// the Runtime's Stats().Visibility reports them all.
+// Family is a vendor's visibility variables, read as its runtime reads
+// them. Variables that only order or retarget devices (CUDA_DEVICE_ORDER,
+// HSA_OVERRIDE_GFX_VERSION) hide none, so they are not in one; the Runtime's
+// Stats().Visibility reports them all.
+type Family struct {
+	Visibility driver.Visibility
+	Vars       []string // the variables the family's runtime reads to choose devices
+}
+
+// The families. HIP reads CUDA_VISIBLE_DEVICES where HIP_VISIBLE_DEVICES is
+// unset. GPU_DEVICE_ORDINAL is not in HIP's: ROCclr reads it for OpenCL only
+// (see visibility.ParseROCm), so it hides nothing from HIP.
 var (
-	CUDAHiding = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}
-	HIPHiding  = []string{"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES"}
+	CUDAHiding = Family{driver.VisibilityCUDA, []string{visibility.EnvCUDA, envNVIDIA}}
+	HIPHiding  = Family{driver.VisibilityROCm, []string{visibility.EnvROCR, visibility.EnvHIP, visibility.EnvCUDA}}
 )
 
-// hidesEverything reports whether a visibility setting hides every device:
-// set but empty, -1, void, none or NoDevFiles (the NVIDIA container
-// toolkit's spellings).
-func hidesEverything(value string) bool {
+// envNVIDIA is the NVIDIA container toolkit's variable. The toolkit reads it
+// when it creates the container, to choose the device nodes it passes in; no
+// driver reads it. Inside, its value says what was passed: "", void or none,
+// no GPU.
+const envNVIDIA = "NVIDIA_VISIBLE_DEVICES"
+
+// hider is one variable that hides every device, and why.
+type hider struct{ name, value, why string }
+
+func (h hider) String() string { return fmt.Sprintf("%s=%q", h.name, h.value) }
+
+// hiders are the variables of f that, as f's runtime reads them, leave it no
+// device whatever the host's devices (visibility.Spec.NoDevice), given the
+// number of GPU device nodes the host shows. A list that selects nothing only
+// given the devices (a well-formed UUID no device has, an index past the
+// last) is left to the driver's answer: it hides nothing here.
+func hiders(f Family) []hider {
+	var out []hider
+	add := func(s visibility.Spec, gpus int) {
+		if none, why := s.NoDevice(gpus); none {
+			out = append(out, hider{s.Var, s.Value, why})
+		}
+	}
+	switch f.Visibility {
+	case driver.VisibilityCUDA:
+		add(visibility.LookupCUDA(os.LookupEnv), len(nvmodule.Read().GPUs))
+		if v, ok := os.LookupEnv(envNVIDIA); ok && toolkitPassedNone(v) {
+			out = append(out, hider{envNVIDIA, v, "the NVIDIA container toolkit passed no GPU in"})
+		}
+	case driver.VisibilityROCm:
+		rocr, hip := visibility.LookupROCm(os.LookupEnv)
+		add(rocr, 0)
+		add(hip, 0)
+	}
+	return out
+}
+
+// toolkitPassedNone reports whether NVIDIA_VISIBLE_DEVICES says the toolkit
+// passed no GPU: set but empty, void or none (the toolkit's spellings), or
+// -1 and NoDevFiles (the spellings of schedulers that set it beside
+// CUDA_VISIBLE_DEVICES).
+func toolkitPassedNone(value string) bool {
 	switch strings.ToLower(strings.TrimSpace(value)) {
 	case "", "-1", "void", "none", "nodevfiles":
 		return true
@@ -32,25 +78,18 @@ func hidesEverything(value string) bool {
 	return false
 }
 
-// Hiding names the variables among vars that hide every device, as
-// `NAME="value"`, or returns nil. HIP reads CUDA_VISIBLE_DEVICES only where
-// HIP_VISIBLE_DEVICES is unset, so a list with both counts the first alone.
-func Hiding(vars []string) []string {
-	_, hipSet := os.LookupEnv("HIP_VISIBLE_DEVICES")
-	hipFamily := slices.Contains(vars, "HIP_VISIBLE_DEVICES")
-	var hiding []string
-	for _, name := range vars {
-		if name == "CUDA_VISIBLE_DEVICES" && hipFamily && hipSet {
-			continue
-		}
-		if v, ok := os.LookupEnv(name); ok && hidesEverything(v) {
-			hiding = append(hiding, fmt.Sprintf("%s=%q", name, v))
-		}
+// Hiding names the variables of f that hide every device, as `NAME="value"`,
+// or returns nil. A variable its runtime does not read (CUDA_VISIBLE_DEVICES
+// under HIP while HIP_VISIBLE_DEVICES is set) is not named.
+func Hiding(f Family) []string {
+	var names []string
+	for _, h := range hiders(f) {
+		names = append(names, h.String())
 	}
-	return hiding
+	return names
 }
 
-// HidingFor is Hiding over the variables of a backend's visibility family.
+// HidingFor is Hiding over the family of a backend's visibility.
 func HidingFor(v driver.Visibility) []string {
 	switch v {
 	case driver.VisibilityCUDA:
@@ -62,11 +101,16 @@ func HidingFor(v driver.Visibility) []string {
 }
 
 // WithVisibilityHint prefixes the hint of a no-device error with the
-// variables that hide every device, since they are the likeliest cause.
-func WithVisibilityHint(err error, vars []string) error {
+// variables that hide every device, and why, since they are the likeliest
+// cause.
+func WithVisibilityHint(err error, f Family) error {
 	return prefixNoDeviceHint(err, func() string {
-		if hiding := Hiding(vars); len(hiding) > 0 {
-			return strings.Join(hiding, " and ") + " hides every device: unset it or name the GPUs to use"
+		var says []string
+		for _, h := range hiders(f) {
+			says = append(says, fmt.Sprintf("%s hides every device (%s)", h, h.why))
+		}
+		if len(says) > 0 {
+			return strings.Join(says, " and ") + ": unset it or name the GPUs to use"
 		}
 		return ""
 	})
