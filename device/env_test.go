@@ -7,12 +7,15 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestABadSettingIsAnErrorOfOpen: every GPUINIT_* variable that is set is
 // checked at Open, for auto and for a named backend, and a bad value is an
-// error naming it; so is a misspelt variable's name.
+// error naming it; so is every name gpuinit does not read, with the name
+// meant where one is near.
 func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 	dir := t.TempDir()
 	gpuEnv := []driver.EnvVar{{Name: "GPUINIT_GPU_KNOB", Check: func(v string) error {
@@ -20,7 +23,7 @@ func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 			return fmt.Errorf("%w: GPUINIT_GPU_KNOB=%q: want ok", device.ErrBadSetting, v)
 		}
 		return nil
-	}}}
+	}}, {Name: "GPUINIT_GPU_LIBRARY"}}
 	for _, tc := range []struct {
 		name, variable, value string
 		says                  string // "" for a value Open takes
@@ -35,13 +38,22 @@ func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 		{"a misspelt name", "GPUINIT_PREFLIHGT", "30s", "GPUINIT_PREFLIHGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
 		{"a misspelt backend variable", "GPUINIT_GPU_KNBO", "ok", "did you mean GPUINIT_GPU_KNOB?"},
 		{"a fake driver's variable is none of a user's", "GPUINIT_FAKE_GPU_KNOB", "x", ""},
-		{"a name far from every known one", "GPUINIT_SOMETHING_ELSE", "x", ""},
+		{"the preflight child's marker is none of a user's", "GPUINIT_PREFLIGHT_CHILD", "gpu", ""},
+		{"a test child's marker is none of a user's", "GPUINIT_CUDA_TEST_CHILD", "1", ""},
+		// Names more than two edits from every known one.
+		{"a word left out", "GPUINIT_SIM_DELAY", "3s", "GPUINIT_SIM_DELAY is set, but gpuinit reads no such variable: did you mean GPUINIT_SIM_INIT_DELAY?"},
+		{"a word added", "GPUINIT_PREFLIGHT_DEADLINE", "30s", "GPUINIT_PREFLIGHT_DEADLINE is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
+		{"a word cut short", "GPUINIT_GPU_LIB", "/x.so", "GPUINIT_GPU_LIB is set, but gpuinit reads no such variable: did you mean GPUINIT_GPU_LIBRARY?"},
+		{"a name near none", "GPUINIT_SOMETHING_ELSE", "x", `GPUINIT_SOMETHING_ELSE is set, but gpuinit reads no such variable (nor does this binary have backend cuda or hip, whose variables it would read): unset it`},
+		// Spelt in two parts, lest TestEveryTestVariableIsExempt take it for a test's.
+		{"a name with _TEST_ in it is a setting's typo, not a test's", "GPUINIT_PREFLIGHT" + "_TEST_RUN", "1", "GPUINIT_PREFLIGHT_TEST_RUN is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
 	} {
 		for _, name := range []string{"auto", "gpu"} {
 			t.Run(tc.name+" ("+name+")", func(t *testing.T) {
 				t.Setenv(tc.variable, tc.value)
 				var g device.Registry
 				g.Register(driver.Registration{Name: "gpu", GPU: true, Open: newSim, Env: gpuEnv})
+				g.Register(sim.Registration())
 				_, err := g.Open(name)
 				if tc.says == "" {
 					assert.NoError(t, err)
@@ -53,4 +65,41 @@ func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSimsVariablesAreCheckedAtOpen: sim's variables are in the table, so a
+// bad value of one is an error of Open("sim"), wrapping ErrBadSetting.
+func TestSimsVariablesAreCheckedAtOpen(t *testing.T) {
+	for _, tc := range []struct{ variable, value, says string }{
+		{sim.EnvDevices, "lots", `GPUINIT_SIM_DEVICES="lots": want a whole number of devices`},
+		{sim.EnvInitDelay, "soon", `GPUINIT_SIM_INIT_DELAY="soon": want a duration`},
+		{sim.EnvFail, "bogus", `GPUINIT_SIM_FAIL="bogus": want one of no-device`},
+	} {
+		t.Run(tc.variable, func(t *testing.T) {
+			t.Setenv(tc.variable, tc.value)
+			var g device.Registry
+			g.Register(sim.Registration())
+			_, err := g.Open("sim")
+			assert.ErrorIs(t, err, device.ErrBadSetting)
+			assert.ErrorContains(t, err, tc.says)
+		})
+	}
+}
+
+// TestSettingsListEveryVariableOnce: device's own variables first, then each
+// backend's in name order, each with what it sets and its default.
+func TestSettingsListEveryVariableOnce(t *testing.T) {
+	var g device.Registry
+	g.Register(sim.Registration())
+	g.Register(driver.Registration{Name: "gpu", GPU: true, Open: newSim,
+		Env: []driver.EnvVar{{Name: "GPUINIT_GPU_KNOB", Doc: "a knob", Default: "off"}}})
+	var names []string
+	for _, v := range g.Settings() {
+		names = append(names, v.Name)
+		assert.NotEmpty(t, v.Doc, v.Name)
+		assert.NotEmpty(t, v.Default, v.Name)
+	}
+	assert.Equal(t, []string{"GPUINIT_BACKEND", "GPUINIT_PREFLIGHT", "GPUINIT_DEV_ROOT", "GPUINIT_SYSFS_ROOT", "GPUINIT_PROC_ROOT",
+		"GPUINIT_GPU_KNOB", "GPUINIT_SIM_DEVICES", "GPUINIT_SIM_INIT_DELAY", "GPUINIT_SIM_FAIL"}, names)
+	require.NotEmpty(t, names)
 }

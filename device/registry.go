@@ -163,7 +163,9 @@ func (g *Registry) lookup(name string) (driver.Registration, bool) {
 // an error from Open. Open also checks every GPUINIT_* variable that is set:
 // package device's own, and those the backends it may open read
 // ([driver.Registration].Env). A value that cannot be used is an error
-// wrapping [ErrBadSetting] that names it. So is a misspelt variable's name.
+// wrapping [ErrBadSetting] that names it. So is any other GPUINIT_* name
+// ([Registry.Settings] lists those gpuinit reads), with the name meant where
+// one is near.
 // Unusable values include a deadline that does not parse, and a library file
 // or a host root that is not there.
 //

@@ -253,6 +253,10 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		{"a host root that is not there", []string{"GPUINIT_SYSFS_ROOT=/nonexistent"}, []string{"-backend", "hip"}, `GPUINIT_SYSFS_ROOT="/nonexistent" names no directory`},
 		{"bad GPUINIT_RAS_PERIOD", []string{"GPUINIT_RAS_PERIOD=-1s"}, []string{"-backend", "hip"}, `GPUINIT_RAS_PERIOD="-1s" is not a positive duration`},
 		{"a variable's name misspelt", []string{"GPUINIT_PREFLIHGT=30s"}, nil, `GPUINIT_PREFLIHGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?`},
+		{"a variable's name with a word left out", []string{"GPUINIT_SIM_DELAY=3s"}, nil, `GPUINIT_SIM_DELAY is set, but gpuinit reads no such variable: did you mean GPUINIT_SIM_INIT_DELAY?`},
+		{"a variable's name with a word added", []string{"GPUINIT_PREFLIGHT_DEADLINE=30s"}, []string{"-backend", "sim"}, `did you mean GPUINIT_PREFLIGHT?`},
+		{"a variable's name cut short", []string{"GPUINIT_CUDA_LIB=/x.so"}, []string{"-require-gpu"}, `did you mean GPUINIT_CUDA_LIBRARY?`},
+		{"a variable gpuinit has none like", []string{"GPUINIT_COLOR=blue"}, nil, `GPUINIT_COLOR is set, but gpuinit reads no such variable: unset it`},
 	} {
 		t.Run("usage: "+tc.name, func(t *testing.T) {
 			r := probeRun(t, bin, tc.env, tc.args...)

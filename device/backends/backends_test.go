@@ -9,6 +9,10 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	_ "github.com/gpuinit/gpuinit/device/backends"
+	"github.com/gpuinit/gpuinit/device/cuda"
+	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/hip"
+	"github.com/gpuinit/gpuinit/device/sim"
 )
 
 // theLine is the README's first example's handling of a host without a usable
@@ -61,5 +65,59 @@ func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 		if errors.Is(err, context.Canceled) {
 			t.Error("a cancellation is no reason to serve on the CPU")
 		}
+	}
+}
+
+// settingsTable renders device.DefaultRegistry.Settings, with every shipped
+// backend registered, as README.md's section "Settings: the GPUINIT_*
+// variables" prints it.
+func settingsTable(t *testing.T) string {
+	t.Helper()
+	owner := map[string]string{}
+	for _, reg := range []driver.Registration{cuda.Registration(), hip.Registration(), sim.Registration()} {
+		for _, v := range reg.Env {
+			owner[v.Name] = reg.Name
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| variable | read by | what it sets | when unset |\n| --- | --- | --- | --- |\n")
+	for _, v := range device.DefaultRegistry.Settings() {
+		by := owner[v.Name]
+		if by == "" {
+			by = "device"
+		}
+		for _, cell := range []string{v.Doc, v.Default} {
+			if cell == "" || strings.ContainsAny(cell, "|\n") {
+				t.Errorf("%s: %q cannot be a cell of the README's table", v.Name, cell)
+			}
+		}
+		b.WriteString("| `" + v.Name + "` | " + by + " | " + v.Doc + " | " + v.Default + " |\n")
+	}
+	return b.String()
+}
+
+// TestTheREADMEPrintsTheSettingsTable keeps README.md's table of the
+// GPUINIT_* variables exactly the code's one table of them.
+func TestTheREADMEPrintsTheSettingsTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "## Settings: the GPUINIT_* variables\n"
+	_, section, found := strings.Cut(string(readme), heading)
+	if !found {
+		t.Fatalf("README.md has no section %q", strings.TrimSpace(heading))
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var printed []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "|") {
+			printed = append(printed, line)
+		}
+	}
+	want := settingsTable(t)
+	if got := strings.Join(printed, "\n") + "\n"; got != want {
+		t.Errorf("README.md's section %q does not print the settings as the code has them "+
+			"(device's deviceEnv and each Registration's Env); replace its table with this:\n\n%s", strings.TrimSpace(heading), want)
 	}
 }

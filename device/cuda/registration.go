@@ -35,9 +35,15 @@ func Registration() driver.Registration {
 		Visibility:  driver.VisibilityCUDA,
 		Present:     func() (bool, string) { return nvmodule.Read().Present() },
 		Env: []driver.EnvVar{
-			{Name: EnvLibrary, Check: dynload.CheckFile(EnvLibrary, "libcuda.so.1")},
-			{Name: EnvCurandLibrary, Check: dynload.CheckFile(EnvCurandLibrary, "libcurand.so.10")},
-			{Name: EnvNVMLLibrary, Check: dynload.CheckFile(EnvNVMLLibrary, "libnvidia-ml.so.1")},
+			{Name: EnvLibrary, Doc: "the libcuda.so.1 to load: a path, or a name for the loader to find",
+				Default: "libcuda.so.1 on the loader's path, then /usr/lib/wsl/lib",
+				Check:   dynload.CheckFile(EnvLibrary, "libcuda.so.1")},
+			{Name: EnvCurandLibrary, Doc: "the libcurand.so.10 the generators load (the nvidia-curand wheel's lib/ has one)",
+				Default: "libcurand.so.10 on the loader's path",
+				Check:   dynload.CheckFile(EnvCurandLibrary, "libcurand.so.10")},
+			{Name: EnvNVMLLibrary, Doc: "the libnvidia-ml.so.1 the health watch and the device details load",
+				Default: "libnvidia-ml.so.1 on the loader's path, then /usr/lib/wsl/lib",
+				Check:   dynload.CheckFile(EnvNVMLLibrary, "libnvidia-ml.so.1")},
 		},
 		Classify: classify,
 	}

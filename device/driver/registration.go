@@ -35,10 +35,12 @@ type Registration struct {
 	// here" when the driver finds no device: the device nodes of a GPU the
 	// driver will find soon exist already. Nil means unknown, taken as no.
 	Present func() (present bool, evidence string)
-	// Env lists the GPUINIT_* variables the backend reads, each with a check
-	// of its value. device.Open checks every one of them that is set, so
-	// that a bad value is an error of Open naming the variable, never a
-	// failure found later or a silent default.
+	// Env lists the GPUINIT_* variables the backend reads, each with its
+	// meaning, its default and a check of its value. device.Open checks
+	// every one of them that is set, so that a bad value is an error of Open
+	// naming the variable, never a failure found later or a silent default.
+	// A GPUINIT_* variable that no registered backend lists, nor package
+	// device itself reads, is an error of Open too.
 	Env []EnvVar
 	// Classify turns a raw code that a server's engine got from its own
 	// driver call op into a *DriverError: its name, hint, sentinel and
@@ -85,9 +87,15 @@ const (
 	VisibilityROCm
 )
 
-// EnvVar is an environment variable a backend reads.
+// EnvVar is a GPUINIT_* environment variable that gpuinit reads: one row of
+// the table that device.Registry.Settings lists and README.md prints.
 type EnvVar struct {
 	Name string
+	// Doc says what the variable sets, in a sentence for a user: what it
+	// takes and what it does.
+	Doc string
+	// Default is what the variable means when it is unset or blank.
+	Default string
 	// Check returns an error wrapping ErrBadSetting, naming the variable,
 	// for a value the backend cannot use; nil accepts any value. It is
 	// called only where the variable is set and not blank, and must not

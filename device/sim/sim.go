@@ -83,6 +83,7 @@ func Registration() driver.Registration {
 		},
 		Ordering:   driver.OrderingCURAND,
 		Visibility: driver.VisibilityCUDA,
+		Env:        envVars,
 		Classify:   driverError,
 	}
 }
@@ -101,42 +102,79 @@ func WithFailure(f Failure) Option { return func(b *Backend) { b.failure = f } }
 
 // OptionsFromEnv reads GPUINIT_SIM_DEVICES, GPUINIT_SIM_INIT_DELAY and
 // GPUINIT_SIM_FAIL. A variable that is unset, empty or blank is left at its
-// default; any other value it cannot use is an error naming the variable.
+// default; any other value it cannot use is an error wrapping
+// driver.ErrBadSetting that names the variable.
 func OptionsFromEnv() ([]Option, error) {
 	var opts []Option
-	if v := env(EnvDevices); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > MaxDevices {
-			return nil, fmt.Errorf("sim: %s=%q: want a whole number of devices from 0 to %d", EnvDevices, v, MaxDevices)
+	for _, v := range []struct {
+		name  string
+		parse func(string) (Option, error)
+	}{{EnvDevices, parseDevices}, {EnvInitDelay, parseInitDelay}, {EnvFail, parseFail}} {
+		value := env(v.name)
+		if value == "" {
+			continue
 		}
-		opts = append(opts, WithDevices(n))
-	}
-	if v := env(EnvInitDelay); v != "" {
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("sim: %s=%q: want a duration such as 250ms: %w", EnvInitDelay, v, err)
-		case d < 0:
-			return nil, fmt.Errorf("sim: %s=%q: want a non-negative duration such as 250ms", EnvInitDelay, v)
+		o, err := v.parse(value)
+		if err != nil {
+			return nil, err
 		}
-		opts = append(opts, WithInitDelay(d))
-	}
-	if v := env(EnvFail); v != "" {
-		f := Failure(v)
-		found := false
-		for _, known := range failures {
-			found = found || f == known
-		}
-		if !found {
-			names := make([]string, len(failures))
-			for i, k := range failures {
-				names[i] = string(k)
-			}
-			return nil, fmt.Errorf("sim: %s=%q: want one of %s", EnvFail, v, strings.Join(names, ", "))
-		}
-		opts = append(opts, WithFailure(f))
+		opts = append(opts, o)
 	}
 	return opts, nil
+}
+
+// envVars are the variables of the registered "sim", for Open's checks and
+// README.md's table of settings.
+var envVars = []driver.EnvVar{
+	{Name: EnvDevices, Doc: "sim's number of devices, 0 to 64; 0 fails Init with no-device", Default: "2",
+		Check: check(parseDevices)},
+	{Name: EnvInitDelay, Doc: "how long sim's Init takes, a Go duration such as 250ms", Default: "0",
+		Check: check(parseInitDelay)},
+	{Name: EnvFail, Doc: "the failure sim's Init simulates: " + failureNames(), Default: "none: Init succeeds",
+		Check: check(parseFail)},
+}
+
+// check makes a driver.EnvVar's Check of a parse.
+func check(parse func(string) (Option, error)) func(string) error {
+	return func(v string) error { _, err := parse(v); return err }
+}
+
+func parseDevices(v string) (Option, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > MaxDevices {
+		return nil, fmt.Errorf("%w: %s=%q: want a whole number of devices from 0 to %d", driver.ErrBadSetting, EnvDevices, v, MaxDevices)
+	}
+	return WithDevices(n), nil
+}
+
+func parseInitDelay(v string) (Option, error) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s=%q: want a duration such as 250ms: %v", driver.ErrBadSetting, EnvInitDelay, v, err)
+	case d < 0:
+		return nil, fmt.Errorf("%w: %s=%q: want a non-negative duration such as 250ms", driver.ErrBadSetting, EnvInitDelay, v)
+	}
+	return WithInitDelay(d), nil
+}
+
+func parseFail(v string) (Option, error) {
+	f := Failure(v)
+	for _, known := range failures {
+		if f == known {
+			return WithFailure(f), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s=%q: want one of %s", driver.ErrBadSetting, EnvFail, v, failureNames())
+}
+
+// failureNames lists the failures Init can simulate, for messages.
+func failureNames() string {
+	names := make([]string, len(failures))
+	for i, k := range failures {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }
 
 // env is the variable's value with blanks trimmed; "" when unset.

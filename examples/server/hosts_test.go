@@ -46,6 +46,14 @@ var badSettings = []struct{ name, env, says string }{
 		`GPUINIT_CUDA_LIBRARY="/nonexistent/libcuda.so.1" names no file`},
 	{"a misspelt variable", "GPUINIT_PREFLIGT=30s",
 		"GPUINIT_PREFLIGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
+	{"a variable with a word left out", "GPUINIT_SIM_DELAY=3s",
+		"GPUINIT_SIM_DELAY is set, but gpuinit reads no such variable: did you mean GPUINIT_SIM_INIT_DELAY?"},
+	{"a variable with a word added", "GPUINIT_PREFLIGHT_DEADLINE=30s",
+		"GPUINIT_PREFLIGHT_DEADLINE is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
+	{"a variable with a word cut short", "GPUINIT_CUDA_LIB=/x.so",
+		"GPUINIT_CUDA_LIB is set, but gpuinit reads no such variable: did you mean GPUINIT_CUDA_LIBRARY?"},
+	{"a variable gpuinit has none like", "GPUINIT_COLOR=blue",
+		"GPUINIT_COLOR is set, but gpuinit reads no such variable: unset it"},
 }
 
 // hostRows is the README's table, row for row (TestTheREADMEPrintsTheHostTable).
