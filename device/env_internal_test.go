@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,4 +76,48 @@ func TestNearestNames(t *testing.T) {
 	} {
 		assert.Equal(t, want, nearest(name, known), name)
 	}
+}
+
+// FuzzUnknownNames checks Open's reading of the environment's names on any
+// GPUINIT_* name: one Settings does not list, nor notSettings, nor the fake
+// drivers' prefix, is refused, named, with a suggestion among the names
+// Settings lists or none; any other is let through.
+func FuzzUnknownNames(f *testing.F) {
+	for _, s := range []string{"SIM_DELAY", "PREFLIGHT_DEADLINE", "CUDA_LIB", "PREFLIGT", "COLOR", "FAKE_X", "PREFLIGHT_CHILD", "SIM_DEVICES", "_"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, suffix string) {
+		name := "GPUINIT_" + suffix
+		if strings.ContainsAny(name, "=\x00") {
+			return // no environment variable has such a name
+		}
+		var g Registry
+		g.Register(simLikeRegistration())
+		var known []string
+		for _, v := range g.Settings() {
+			known = append(known, v.Name)
+		}
+		t.Setenv(name, "")
+		err := g.checkEnv(nil)
+		exempt := slices.Contains(known, name) || notSettings[name] != "" || strings.HasPrefix(name, fakePrefix)
+		if exempt != (err == nil) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), name+" is set, but gpuinit reads no such variable") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		meant := nearest(name, known)
+		if meant != "" && !slices.Contains(known, meant) || meant != nearest(name, known) {
+			t.Fatalf("%s: nearest is %q", name, meant)
+		}
+		if d := editDistance(name, meant); d != editDistance(meant, name) || d > max(len(name), len(meant)) {
+			t.Fatalf("%s and %s: distance %d", name, meant, d)
+		}
+	})
+}
+
+// simLikeRegistration is a backend with sim's variables, by name only.
+func simLikeRegistration() driver.Registration {
+	return driver.Registration{Name: "sim", Unavailable: "names only", Env: []driver.EnvVar{
+		{Name: "GPUINIT_SIM_DEVICES"}, {Name: "GPUINIT_SIM_INIT_DELAY"}, {Name: "GPUINIT_SIM_FAIL"}}}
 }

@@ -3,6 +3,7 @@ package backends_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -120,4 +121,38 @@ func TestTheREADMEPrintsTheSettingsTable(t *testing.T) {
 		t.Errorf("README.md's section %q does not print the settings as the code has them "+
 			"(device's deviceEnv and each Registration's Env); replace its table with this:\n\n%s", strings.TrimSpace(heading), want)
 	}
+}
+
+// FuzzSettingChecks checks each GPUINIT_* variable's Check, as Open calls it,
+// on any value: the same answer every time, a refusal wrapping
+// device.ErrBadSetting and naming the variable, and sim's Check refusing
+// exactly what sim's Open refuses.
+func FuzzSettingChecks(f *testing.F) {
+	for i, v := range []string{"auto", "30s", "off", "/dev", "/nonexistent", "libcuda.so.1", "/x.so", "10s", "-1s", "2", "65", "250ms", "hang", "bogus"} {
+		f.Add(uint8(i), v)
+	}
+	settings := device.DefaultRegistry.Settings()
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		v := settings[int(which)%len(settings)]
+		if strings.ContainsRune(value, 0) {
+			return // no environment holds a NUL
+		}
+		t.Setenv(v.Name, value)
+		trimmed := strings.TrimSpace(value)
+		if trimmed == "" || v.Check == nil {
+			return // Open checks neither
+		}
+		err := v.Check(trimmed)
+		if again := v.Check(trimmed); fmt.Sprint(err) != fmt.Sprint(again) {
+			t.Fatalf("%s=%q: %v, then %v", v.Name, value, err, again)
+		}
+		if err != nil && (!errors.Is(err, device.ErrBadSetting) || !strings.Contains(err.Error(), v.Name)) {
+			t.Fatalf("%s=%q: %v", v.Name, value, err)
+		}
+		if strings.HasPrefix(v.Name, "GPUINIT_SIM_") {
+			if _, simErr := sim.OptionsFromEnv(); (simErr == nil) != (err == nil) {
+				t.Fatalf("%s=%q: the check says %v, sim's Open %v", v.Name, value, err, simErr)
+			}
+		}
+	})
 }

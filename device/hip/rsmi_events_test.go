@@ -4,8 +4,11 @@ package hip
 
 import (
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
@@ -100,4 +103,40 @@ func TestEventsMapToTheirVerdicts(t *testing.T) {
 			assert.Contains(t, ev.Message, "reset is in progress")
 		}
 	}
+}
+
+// FuzzDecode checks decode and healthEvent on any bytes a library writes,
+// under each layout: no entry past the buffer or the count, no message past
+// its field, each message text fit for a status, a log line and a
+// Kubernetes condition (valid UTF-8, no control character, trimmed), the
+// entries laid out again decoding the same, and each event a verdict that
+// says the message.
+func FuzzDecode(f *testing.F) {
+	f.Add(entries(layoutLegacy, smiEvent{0, 1, "pid 42 address 0x1000"}, smiEvent{1, 3, ""}), 2, uint8(0))
+	f.Add(entries(layoutKernel, smiEvent{2, 4, "reset seq 3"}, smiEvent{0, 5, strings.Repeat("x", 96)}), 2, uint8(2))
+	f.Add(entries(layoutRingHang, smiEvent{1, 5, "ring gfx_0.0.0 timeout\n"}), 1, uint8(1))
+	f.Add([]byte{1, 2, 3}, 9, uint8(0))
+	f.Fuzz(func(t *testing.T, raw []byte, n int, which uint8) {
+		l := []smiLayout{layoutLegacy, layoutRingHang, layoutKernel}[which%3]
+		got := l.decode(raw, n)
+		if len(got) > max(n, 0) || len(got) > len(raw)/l.entrySize() {
+			t.Fatalf("%d entries from %d bytes, count %d", len(got), len(raw), n)
+		}
+		for _, e := range got {
+			if len(e.message) > l.msgSize || e.message != strings.TrimSpace(e.message) || !utf8.ValidString(e.message) ||
+				strings.IndexFunc(e.message, unicode.IsControl) >= 0 {
+				t.Fatalf("message %q", e.message)
+			}
+			ev, ok := l.healthEvent(3, e)
+			if !ok {
+				continue
+			}
+			if ev.Code != int(e.event) || ev.Ordinal != 3 || ev.Name == "" || e.message != "" && !strings.Contains(ev.Message, e.message) {
+				t.Fatalf("%+v reads as %+v", e, ev)
+			}
+		}
+		if again := l.decode(entries(l, got...), len(got)); !reflect.DeepEqual(again, got) {
+			t.Fatalf("laid out again, %v decodes as %v", got, again)
+		}
+	})
 }

@@ -5,7 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
@@ -125,4 +127,38 @@ func TestOnlyDevKFDMeansAGPUWasGiven(t *testing.T) {
 			assert.Contains(t, evidence, tc.evidenceContains)
 		})
 	}
+}
+
+// FuzzNodes checks Nodes on any properties file of a GPU node: it reads the
+// same every time, each node it returns is a GPU with a gfx target and a
+// lower-case PCI bus id that Find finds in any case, and an error names the
+// file.
+func FuzzNodes(f *testing.F) {
+	f.Add("cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\nunique_id 17217756948692853760\n")
+	f.Add("cpu_cores_count 8\nsimd_count 48\nsimd_per_cu 4\ngfx_target_version 110003\nlocation_id 768\ndomain 1\n")
+	f.Add("gfx_target_version 0\n")
+	f.Add("  gfx_target_version   90402 \r\nsimd_per_cu 0\nsimd_count 12")
+	f.Fuzz(func(t *testing.T, props string) {
+		root := t.TempDir()
+		writeNode(t, root, 1, props)
+		nodes, err := Nodes(root)
+		again, err2 := Nodes(root)
+		if !reflect.DeepEqual(nodes, again) || (err == nil) != (err2 == nil) {
+			t.Fatalf("two reads differ: %v, %v; %v, %v", nodes, err, again, err2)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), filepath.Join(root, "class/kfd/kfd/topology/nodes/1/properties")) {
+				t.Fatalf("the error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, n := range nodes {
+			if n.GfxTarget <= 0 || n.ComputeUnits < 0 || n.PCIBusID != strings.ToLower(n.PCIBusID) {
+				t.Fatalf("%q reads as %+v", props, n)
+			}
+			if found, ok := Find(nodes, strings.ToUpper(n.PCIBusID)); !ok || !reflect.DeepEqual(found, n) {
+				t.Fatalf("Find misses %+v", n)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package kfd
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -183,4 +184,30 @@ func TestNodeIDsNumberTheNodesLibhsakmtCanUse(t *testing.T) {
 func TestNodeIDsWithoutTopologyIsNotExist(t *testing.T) {
 	_, err := NodeIDs(t.TempDir(), t.TempDir())
 	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
+}
+
+// FuzzEffectiveTarget checks HSA_OVERRIDE_GFX_VERSION's reading on any
+// value: an error names the variable, and a value read is a gfx target
+// version whose major.minor.stepping reads back as the same.
+func FuzzEffectiveTarget(f *testing.F) {
+	for _, s := range []string{"10.3.0", "11.0.0", "9.4.2", "0.0.0", "10.3", "10.3.0x", " 10.3.0", "+9.-0.10", "99.99.99", "63.255.255"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		const native = 100302
+		got, source, err := EffectiveTarget(native, 1, env(map[string]string{EnvOverride: value}))
+		if err != nil {
+			if source != EnvOverride || !strings.Contains(err.Error(), EnvOverride) {
+				t.Fatalf("%q: %v names %q", value, err, source)
+			}
+			return
+		}
+		if got <= 0 || source != EnvOverride {
+			t.Fatalf("%q reads as %d from %q", value, got, source)
+		}
+		again, _, err := EffectiveTarget(native, 1, env(map[string]string{EnvOverride: fmt.Sprintf("%d.%d.%d", got/10000, got/100%100, got%100)}))
+		if err != nil || again != got {
+			t.Fatalf("%q reads as %d, which reads back as %d (%v)", value, got, again, err)
+		}
+	})
 }

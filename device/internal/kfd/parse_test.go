@@ -23,3 +23,22 @@ func TestParseTargetIsTargetNamesInverse(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// FuzzParseTarget checks ParseTarget on any name: a name it reads is a
+// positive version whose TargetName it reads back as the same version.
+func FuzzParseTarget(f *testing.F) {
+	for _, s := range []string{"gfx90a", "gfx1100", "gfx942", "gfx90a:xnack-", "gfx1201", "gfx", "sm_90", " gfx90c "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		v, err := ParseTarget(name)
+		if err != nil {
+			return
+		}
+		canonical := TargetName(v)
+		back, err := ParseTarget(canonical)
+		if v <= 0 || err != nil || back != v {
+			t.Fatalf("%q reads as %d, named %q, which reads as %d (%v)", name, v, canonical, back, err)
+		}
+	})
+}

@@ -44,6 +44,9 @@ func Read() State {
 
 var gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)
 
+// maxVersionLine bounds the module's version line that Read keeps.
+const maxVersionLine = 4096
+
 // Present reports whether this process is given an NVIDIA GPU: a GPU device
 // node (/dev/nvidiaN) exists. The loaded module alone is not one: a container
 // given no GPU sees the host's /proc/driver/nvidia/version but no node, and no

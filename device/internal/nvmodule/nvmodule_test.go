@@ -3,6 +3,8 @@ package nvmodule
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device/internal/hostfs"
@@ -70,4 +72,38 @@ func TestGPUNodesAreOnlyTheNumberedOnes(t *testing.T) {
 	assert.Equal(t, "nvidia0", filepath.Base(s.GPUs[0]))
 	assert.Equal(t, "nvidia12", filepath.Base(s.GPUs[1]))
 	assert.True(t, s.UVM)
+}
+
+// FuzzRead checks Read on any /proc/driver/nvidia/version: a version file
+// that is there means the module is loaded, whatever it holds, and its line
+// is one short line.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.261.03  Wed Jun 11 06:36:17 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"))
+	f.Add([]byte("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Mar 14 18:47:35 UTC 2025\n"))
+	f.Add([]byte("NVRM version: NVIDIA UNIX aarch64 Kernel Module  550.54.15"))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		proc := t.TempDir()
+		path := filepath.Join(proc, "driver/nvidia/version")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(hostfs.EnvDevRoot, t.TempDir())
+		t.Setenv(hostfs.EnvProcRoot, proc)
+		s := Read()
+		if !reflect.DeepEqual(s, Read()) {
+			t.Fatal("two reads differ")
+		}
+		if strings.ContainsAny(s.Module, "\r\n") || len(s.Module) > maxVersionLine {
+			t.Fatalf("the module's line is %d bytes: %q", len(s.Module), s.Module)
+		}
+		if _, evidence := s.Present(); !strings.Contains(evidence, "kernel module is loaded") {
+			t.Fatalf("a version file is there, but Present says %q", evidence)
+		}
+		if p := s.Problem(); strings.Contains(p, "not loaded") {
+			t.Fatalf("a version file is there, but Problem says %q", p)
+		}
+	})
 }

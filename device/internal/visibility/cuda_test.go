@@ -3,6 +3,7 @@ package visibility
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -115,5 +116,92 @@ func mapEnv(m map[string]string) Getenv {
 	return func(name string) (string, bool) {
 		v, ok := m[name]
 		return v, ok
+	}
+}
+
+// fuzzNVIDIAHost is a host of n GPUs (PyTorch's UUIDs, two models), the
+// first of them in MIG mode with two MIG devices when mig is set.
+func fuzzNVIDIAHost(n int, mig bool) []Physical {
+	devices := eightGPUs()[:n]
+	for i := range devices {
+		devices[i].Speed = i % 2
+	}
+	if mig && n > 0 {
+		devices[0].MIGEnabled = true
+		devices[0].MIG = []MIGDevice{
+			{UUID: "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f", GI: 1, CI: 0},
+			{UUID: "MIG-c6d4f1ef-0000-5de3-91c7-45d71c87eb3f", GI: 2, CI: 0},
+		}
+	}
+	return devices
+}
+
+// FuzzParseCUDA checks ParseCUDA and Map on any value: the same Spec each
+// time, entries taken in order from the value, indices never negative, a
+// cut list saying why; and Map's ordinals counted from 0, each a device of
+// the host, none twice, nothing where NoDevice says nothing.
+func FuzzParseCUDA(f *testing.F) {
+	for _, v := range []string{"", "0", "0,1", "0,0", "-1", "-2", "gpu0", "1gpu2,0", "GPU-", "GPU-9e8d35e3,GPU-e4",
+		"MIG-unknown", "MIG-c6d4f1ef", "MIG-GPU-9942190a-aa31-4ff1-4aa9-c388d80f85f1/1/0", " 1, +2,-0", "18446744073709551616"} {
+		f.Add(v, uint8(2), true)
+	}
+	f.Fuzz(func(t *testing.T, value string, gpus uint8, mig bool) {
+		s := ParseCUDA(value)
+		if !reflect.DeepEqual(s, ParseCUDA(value)) {
+			t.Fatalf("%q parses two ways", value)
+		}
+		if !s.Set || s.Runtime != CUDA || s.Var != EnvCUDA || s.Value != value {
+			t.Fatalf("%q: %+v", value, s)
+		}
+		entries := strings.Split(value, ",")
+		if len(s.Selectors) > len(entries) {
+			t.Fatalf("%q: %d selectors of %d entries", value, len(s.Selectors), len(entries))
+		}
+		for i, sel := range s.Selectors {
+			if sel.Text != entries[i] || sel.Kind == Index && sel.Index < 0 {
+				t.Fatalf("%q: selector %d is %+v", value, i, sel)
+			}
+		}
+		if len(s.Selectors) < len(entries) && s.Reason == "" {
+			t.Fatalf("%q: the list is cut with no reason", value)
+		}
+		n := int(gpus % 9)
+		devices := fuzzNVIDIAHost(n, mig)
+		none, why := s.NoDevice(n)
+		if none == (why == "") {
+			t.Fatalf("%q: NoDevice says %v, %q", value, none, why)
+		}
+		for _, rule := range []MIGRule{MIGOneDevice, MIGOnePerInstance} {
+			for _, order := range []string{"", OrderPCIBusID} {
+				got, err := rule.Map(s, devices, order)
+				if err != nil {
+					t.Fatalf("%q: %v", value, err)
+				}
+				checkEntries(t, value, got, devices)
+				if none && len(got) > 0 {
+					t.Fatalf("%q on %d GPUs: NoDevice says none (%s), %s finds %v", value, n, why, rule, got)
+				}
+			}
+		}
+	})
+}
+
+// checkEntries checks a runtime's enumeration: ordinals 0, 1, … in order,
+// each a device of devices (or a MIG device of one), none twice.
+func checkEntries(t *testing.T, value string, got []Entry, devices []Physical) {
+	t.Helper()
+	known := map[string]bool{}
+	for _, d := range devices {
+		known[d.UUID] = true
+		for _, m := range d.MIG {
+			known[m.UUID] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i, e := range got {
+		if e.Ordinal != i || !known[e.UUID()] || seen[e.UUID()] {
+			t.Fatalf("%q: entry %d is %v, of %v", value, i, e, got)
+		}
+		seen[e.UUID()] = true
 	}
 }

@@ -1,6 +1,9 @@
 package visibility
 
 import (
+	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -110,4 +113,68 @@ func TestAMDUUIDIsWhatROCrReports(t *testing.T) {
 	assert.Equal(t, "GPU-00000000deadbeef", AMDUUID(0xdeadbeef))
 	assert.Equal(t, "GPU-babababababababa", AMDUUID(0xBABABABABABABABA))
 	assert.Equal(t, "GPU-XX", AMDUUID(0), "a GPU without a unique id")
+}
+
+// fuzzAMDHost is a host of n GPUs, numbered by KFD node from 1, the last
+// without a unique id (GPU-XX) where there are two or more.
+func fuzzAMDHost(n int) []Physical {
+	devices := make([]Physical, n)
+	for i := range devices {
+		devices[i] = Physical{UUID: AMDUUID(0x4c2a9e8d35e30000 + uint64(i)*0x1111), Index: i + 1}
+	}
+	if n >= 2 {
+		devices[n-1].UUID = AMDUUID(0)
+	}
+	return devices
+}
+
+// FuzzParseROCm checks ParseROCm, LookupROCm and MapROCm on any values of
+// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES, or
+// GPU_DEVICE_ORDINAL): one Spec each time, indices never negative, a cut
+// list saying why; MapROCm fails only as ErrInitFails, and its ordinals count
+// from 0, each a device of the host, none twice, nothing where NoDevice says
+// nothing.
+func FuzzParseROCm(f *testing.F) {
+	for _, v := range [][2]string{{"", "0"}, {"0,1", "1"}, {"0,,1", ""}, {",0", "0"}, {"GPU-4C2A", "GPU-4c2a"}, {"-2", "-2"},
+		{"gpu0", "gpu0"}, {"0x1", `"0,1"`}, {"garbage", "xGPU-ab"}, {"GPU-XX", "GPU-XX"}, {"010", "01"}} {
+		f.Add(v[0], v[1], uint8(3), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, rocrValue, hipValue string, gpus, which uint8) {
+		name := []string{EnvHIP, EnvCUDA, EnvOpenCL}[which%3]
+		rocr, hip := ParseROCm(EnvROCR, rocrValue), ParseROCm(name, hipValue)
+		if !reflect.DeepEqual(rocr, ParseROCm(EnvROCR, rocrValue)) || !reflect.DeepEqual(hip, ParseROCm(name, hipValue)) {
+			t.Fatalf("%q, %q parse two ways", rocrValue, hipValue)
+		}
+		for _, s := range []Spec{rocr, hip} {
+			for i, sel := range s.Selectors {
+				if sel.Kind == Index && sel.Index < 0 || sel.Kind != Index && sel.Kind != GPUUUID {
+					t.Fatalf("%s=%q: selector %d is %+v", s.Var, s.Value, i, sel)
+				}
+			}
+			written := s.Value
+			if s.Runtime == ROCclr {
+				written = removeQuotes(written)
+			}
+			if s.Set && len(s.Selectors) < len(strings.Split(strings.TrimSuffix(written, ","), ",")) && s.Reason == "" {
+				t.Fatalf("%s=%q: the list is cut with no reason", s.Var, s.Value)
+			}
+		}
+		n := int(gpus % 6)
+		devices := fuzzAMDHost(n)
+		got, err := MapROCm(rocr, hip, devices)
+		if err != nil && !errors.Is(err, ErrInitFails) {
+			t.Fatalf("%q, %s=%q: %v", rocrValue, name, hipValue, err)
+		}
+		checkEntries(t, rocrValue+" / "+hipValue, got, devices)
+		for _, s := range []Spec{rocr, hip} {
+			if none, why := s.NoDevice(n); none && len(got) > 0 {
+				t.Fatalf("%s=%q on %d GPUs: NoDevice says none (%s), MapROCm finds %v", s.Var, s.Value, n, why, got)
+			}
+		}
+		env := map[string]string{EnvROCR: rocrValue, name: hipValue}
+		lr, lh := LookupROCm(mapEnv(env))
+		if !reflect.DeepEqual(lr, rocr) || name == EnvHIP && hip.Set && !reflect.DeepEqual(lh, hip) {
+			t.Fatalf("LookupROCm(%v) reads %+v, %+v", env, lr, lh)
+		}
+	})
 }

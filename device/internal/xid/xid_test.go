@@ -220,3 +220,28 @@ func TestEventCarriesTheCatalogsVerdict(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEvent checks Classify and Event on any code a driver may report:
+// Classify agrees with Lookup, and the event names the code, its catalog
+// entry, and the action Classify gives.
+func FuzzEvent(f *testing.F) {
+	for _, c := range []int{0, 1, 13, 31, 48, 63, 79, 94, 154, 172, 173, -1, 1 << 40} {
+		f.Add(c, 3)
+	}
+	at := time.Date(2025, 10, 29, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, code, ordinal int) {
+		e, action := Classify(code)
+		if listed, ok := Lookup(code); ok && (listed != e || listed.Action() != action) {
+			t.Fatalf("Xid %d: Classify says %+v, %s; Lookup %+v, %s", code, e, action, listed, listed.Action())
+		}
+		if e.Code != code || e.Mnemonic == "" || e.Description == "" {
+			t.Fatalf("Xid %d: %+v", code, e)
+		}
+		ev := Event(ordinal, code, at)
+		want := map[Action]driver.HealthAction{Count: driver.HealthCount, Lose: driver.HealthLose, Ignore: driver.HealthInform}[action]
+		if ev.Code != code || ev.Ordinal != ordinal || ev.Kind != driver.HealthXid || ev.Action != want || ev.Name != e.Mnemonic ||
+			!strings.HasPrefix(ev.Message, fmt.Sprintf("Xid %d: ", code)) || !ev.At.Equal(at) {
+			t.Fatalf("Xid %d (%s): %+v", code, action, ev)
+		}
+	})
+}
