@@ -18,7 +18,7 @@ func TestParseTargetIsTargetNamesInverse(t *testing.T) {
 		assert.Equal(t, tc.want, got, tc.name)
 		assert.Equal(t, tc.name[:len(TargetName(got))], TargetName(got), tc.name)
 	}
-	for _, bad := range []string{"", "sm_90", "gfx", "gfx9z", "gfxab0"} {
+	for _, bad := range []string{"", "sm_90", "gfx", "gfx9z", "gfxab0", "gfx1A0", "gfx100000000000000000"} {
 		_, err := ParseTarget(bad)
 		assert.Error(t, err, bad)
 	}

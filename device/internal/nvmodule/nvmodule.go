@@ -7,7 +7,8 @@
 package nvmodule
 
 import (
-	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +20,8 @@ import (
 
 // State is what the kernel side shows.
 type State struct {
-	Module  string   // the module's version line, "" when /proc/driver/nvidia/version is absent
+	Loaded  bool     // /proc/driver/nvidia/version exists: the module is loaded
+	Module  string   // the first line of that file, trimmed, for messages; "" when it has none
 	Control bool     // /dev/nvidiactl exists
 	UVM     bool     // /dev/nvidia-uvm exists
 	GPUs    []string // the /dev/nvidiaN nodes, sorted
@@ -29,7 +31,7 @@ type State struct {
 func Read() State {
 	dev := hostfs.Dev()
 	var s State
-	s.Module = firstLine(filepath.Join(hostfs.Proc(), "driver/nvidia/version"))
+	s.Loaded, s.Module = versionLine(filepath.Join(hostfs.Proc(), "driver/nvidia/version"))
 	s.Control = exists(filepath.Join(dev, "nvidiactl"))
 	s.UVM = exists(filepath.Join(dev, "nvidia-uvm"))
 	matches, _ := filepath.Glob(filepath.Join(dev, "nvidia[0-9]*"))
@@ -55,7 +57,7 @@ func (s State) Present() (present bool, evidence string) {
 	switch {
 	case len(s.GPUs) > 0:
 		return true, strings.Join(s.GPUs, ", ") + " exist"
-	case s.Module != "":
+	case s.Loaded:
 		return false, "no /dev/nvidiaN device node, though the NVIDIA kernel module is loaded: this process was given no GPU"
 	}
 	return false, "no /dev/nvidiaN device node and no NVIDIA kernel module"
@@ -65,7 +67,7 @@ func (s State) Present() (present bool, evidence string) {
 // when nothing is missing that can be seen from here.
 func (s State) Problem() string {
 	switch {
-	case s.Module == "" && !s.Control && len(s.GPUs) == 0:
+	case !s.Loaded && !s.Control && len(s.GPUs) == 0:
 		return "the NVIDIA kernel module is not loaded (there is no /proc/driver/nvidia/version nor /dev/nvidiactl): install the driver's kernel module, or modprobe nvidia; in a container, run with --gpus all and the NVIDIA container toolkit"
 	case !s.Control:
 		return "there is no /dev/nvidiactl: in a container, run with --gpus all and the NVIDIA container toolkit, which passes the device nodes in"
@@ -82,15 +84,27 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func firstLine(path string) string {
+// versionLine reads the version file at path: whether it is there, and its
+// first line (see parseVersion).
+func versionLine(path string) (loaded bool, line string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return false, ""
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if sc.Scan() {
-		return strings.TrimSpace(sc.Text())
+	b, _ := io.ReadAll(io.LimitReader(f, maxVersionLine))
+	return true, parseVersion(b)
+}
+
+// parseVersion is the module's version line in the start of the version
+// file's text: its first line, blanks trimmed ("NVRM version: NVIDIA UNIX
+// x86_64 Kernel Module  535.261.03  …"), at most maxVersionLine bytes.
+func parseVersion(text []byte) string {
+	if len(text) > maxVersionLine {
+		text = text[:maxVersionLine]
 	}
-	return ""
+	if end := bytes.IndexAny(text, "\r\n"); end >= 0 {
+		text = text[:end]
+	}
+	return strings.TrimSpace(string(text))
 }
