@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,10 +56,17 @@ func Nodes(root string) ([]Node, error) {
 	for _, path := range dirs {
 		p, err := readProperties(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kfd: %w", err)
 		}
 		if p["gfx_target_version"] == 0 {
 			continue
+		}
+		// KFD's fields are 32-bit: a larger value is no node's, and would
+		// not fit an int on every platform.
+		for _, field := range []string{"gfx_target_version", "simd_count"} {
+			if p[field] > math.MaxInt32 {
+				return nil, fmt.Errorf("kfd: %s: %s %d is past what KFD writes", path, field, p[field])
+			}
 		}
 		loc := p["location_id"]
 		n := Node{
@@ -94,7 +102,10 @@ func readProperties(path string) (map[string]uint64, error) {
 			p[name] = v
 		}
 	}
-	return p, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return p, nil
 }
 
 // Find returns the node with the given PCI bus id (any case).
