@@ -3,10 +3,12 @@
 package hip
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 )
@@ -94,20 +96,36 @@ type smiEvent struct {
 }
 
 // decode reads n entries of l's layout from raw, never past raw's end nor
-// past a message's field, whether or not it holds a NUL.
+// past a message's field, whether or not it holds a NUL, whatever n the
+// library reported. A message is made text fit for a status, a log line and
+// a Kubernetes condition: invalid UTF-8 reads as "?", a control character as
+// a blank.
 func (l smiLayout) decode(raw []byte, n int) []smiEvent {
 	size := l.entrySize()
+	n = min(max(n, 0), len(raw)/size)
 	out := make([]smiEvent, 0, n)
-	for i := 0; i < n && (i+1)*size <= len(raw); i++ {
+	for i := range n {
 		e := raw[i*size : (i+1)*size]
 		msg := e[8:]
-		if j := strings.IndexByte(string(msg), 0); j >= 0 {
+		if j := bytes.IndexByte(msg, 0); j >= 0 {
 			msg = msg[:j]
 		}
 		out = append(out, smiEvent{index: binary.NativeEndian.Uint32(e[0:4]), event: binary.NativeEndian.Uint32(e[4:8]),
-			message: strings.TrimSpace(string(msg))})
+			message: printable(msg)})
 	}
 	return out
+}
+
+// printable is msg as text: invalid UTF-8 as "?", each control character as
+// a blank, blanks trimmed. It never lengthens msg.
+func printable(msg []byte) string {
+	s := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(string(msg), "?"))
+	return strings.TrimSpace(s)
 }
 
 // healthEvent is what notification e means for device ordinal, under l;
