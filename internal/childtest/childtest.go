@@ -8,6 +8,7 @@ package childtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -24,12 +25,19 @@ const Timeout = 2 * time.Minute
 // child, one per package: "GPUINIT_CUDA_TEST_CHILD".
 type Marker string
 
-// Child skips t unless this process is a child that m started.
+// armedLine is what a child writes to its stderr once its test runs: the
+// parent's timeout counts from there (hangcheck.Limits.Armed), not from the
+// process's start, which a loaded machine can stretch by seconds.
+const armedLine = "childtest: the child test runs"
+
+// Child skips t unless this process is a child that m started. In a child,
+// it tells the parent that the test runs: its timeout starts now.
 func (m Marker) Child(t *testing.T) {
 	t.Helper()
 	if os.Getenv(string(m)) == "" {
 		t.Skip("run by its parent test in a child process")
 	}
+	fmt.Fprintln(os.Stderr, armedLine)
 }
 
 // Run runs test in a child with env and m set, fails t unless the child
@@ -58,13 +66,16 @@ func (m Marker) Start(t *testing.T, test string, env ...string) (out string, ski
 // Exec runs test in a child with env and m set, under timeout, and returns
 // how it ended, for a parent that expects a hang or a failure as well as a
 // pass: a hung child's Stderr holds its goroutine dump (see hangcheck.Run).
+// The timeout counts from when the child test calls Child, so a slow process
+// start is never taken for a hang; a child that has not got there within
+// hangcheck.DefaultArmBound is hung.
 // It fails t only if the child could not be run at all. Safe from parallel
 // goroutines of one test.
 func (m Marker) Exec(t testing.TB, test string, timeout time.Duration, env ...string) hangcheck.Result {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), append(env, string(m)+"=1")...)
-	r, err := hangcheck.Run(context.Background(), cmd, timeout)
+	r, err := hangcheck.RunWith(context.Background(), cmd, hangcheck.Limits{Timeout: timeout, Armed: armedLine})
 	if err != nil {
 		t.Errorf("%s: %v", test, err)
 	}

@@ -60,7 +60,17 @@ type Limits struct {
 	// Started, if set, is called once the child has started, before any
 	// wait: to close the parent's copy of a pipe the child writes.
 	Started func()
+	// Armed, if set, is a line the child writes to its stderr once it is
+	// where Timeout should start: past its process start, which a loaded
+	// machine can stretch by seconds. Timeout then counts from that line.
+	// A child that never writes it is judged as if it hung at ArmBound.
+	Armed string
+	// ArmBound bounds the wait for Armed; 0 is DefaultArmBound.
+	ArmBound time.Duration
 }
+
+// DefaultArmBound is how long a child may take to write Limits.Armed.
+const DefaultArmBound = time.Minute
 
 // Run starts cmd, which must not have been started and whose Stdout and Stderr
 // must be unset, and waits for it to exit or for timeout to pass. On timeout it
@@ -86,6 +96,17 @@ func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) 
 		limits.Grace = Grace
 	}
 	stdout, stderr := &tail{max: limits.MaxOutput}, &tail{max: limits.MaxOutput}
+	// armed closes at the child's Armed line; nil, it never does, and the
+	// timer runs Timeout from the start.
+	var armed chan struct{}
+	first := limits.Timeout
+	if limits.Armed != "" {
+		armed, first = make(chan struct{}), limits.ArmBound
+		if first <= 0 {
+			first = DefaultArmBound
+		}
+		stderr.watchFor(limits.Armed, armed)
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Pdeathsig fires when the thread that started the child exits, not the
 	// process (golang/go#27505): keep this goroutine on its thread until the
@@ -118,26 +139,32 @@ func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) 
 			return nil, false
 		}
 	}
-	timer := time.NewTimer(limits.Timeout)
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	hung, reaped := false, true
 	var waitErr error
-	select {
-	case waitErr = <-exited:
-	case <-timer.C:
-		hung = true
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		grace := time.NewTimer(limits.Grace)
+	for done := false; !done; {
 		select {
+		case <-armed: // Timeout counts from here; a nil channel never fires again
+			timer.Reset(limits.Timeout)
+			armed = nil
 		case waitErr = <-exited:
-		case <-grace.C:
-			waitErr, reaped = killed()
+			done = true
+		case <-timer.C: // Timeout, or ArmBound with the child not armed yet
+			hung, done = true, true
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			grace := time.NewTimer(limits.Grace)
+			select {
+			case waitErr = <-exited:
+			case <-grace.C:
+				waitErr, reaped = killed()
+			}
+			grace.Stop()
+		case <-ctx.Done():
+			_, reaped = killed()
+			return Result{Duration: time.Since(start), ExitCode: -1, Unreaped: !reaped,
+				Stdout: stdout.String(), Stderr: stderr.String()}, ctx.Err()
 		}
-		grace.Stop()
-	case <-ctx.Done():
-		_, reaped = killed()
-		return Result{Duration: time.Since(start), ExitCode: -1, Unreaped: !reaped,
-			Stdout: stdout.String(), Stderr: stderr.String()}, ctx.Err()
 	}
 	r := Result{Duration: time.Since(start), ExitCode: -1, Stdout: stdout.String(), Stderr: stderr.String(), Unreaped: !reaped}
 	if reaped {
@@ -168,11 +195,31 @@ type tail struct {
 	buf     bytes.Buffer
 	max     int
 	dropped bool
+
+	marker []byte        // watchFor's line; nil once seen
+	seen   chan struct{} // closed once marker was written
+	line   []byte        // the line being written, until its newline
+}
+
+// watchFor closes seen once a line holding marker has been written.
+func (t *tail) watchFor(marker string, seen chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.marker, t.seen = []byte(marker), seen
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.marker != nil {
+		t.line = append(t.line, p...)
+		if bytes.Contains(t.line, t.marker) {
+			close(t.seen)
+			t.marker, t.line = nil, nil
+		} else if i := bytes.LastIndexByte(t.line, '\n'); i >= 0 {
+			t.line = append(t.line[:0], t.line[i+1:]...)
+		}
+	}
 	n := len(p)
 	if t.max > 0 && len(p) > t.max {
 		p, t.dropped = p[len(p)-t.max:], true

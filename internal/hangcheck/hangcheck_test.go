@@ -78,3 +78,34 @@ func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
 	assert.True(t, r.Unreaped, "the wait was abandoned, not finished")
 	assert.Less(t, took, 5*time.Second, "Timeout + Grace + Reap, not the 30 s the grandchild holds the pipe")
 }
+
+// TestAnArmedTimeoutCountsFromTheChildsLine: with Limits.Armed, the timeout
+// counts from the line the child writes once it is where the timeout should
+// start, so a start that a loaded machine stretches is not taken for a hang;
+// a child that never writes it is hung at ArmBound.
+func TestAnArmedTimeoutCountsFromTheChildsLine(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		script  string
+		limits  Limits
+		verdict Verdict
+		atLeast time.Duration
+	}{
+		{"a child slow to arm is timed from its line", "sleep 0.5; echo go-armed >&2; exec sleep 60",
+			Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond, Armed: "go-armed"}, Hang, 700 * time.Millisecond},
+		{"a line written in two pieces arms it", "sleep 0.5; printf go-ar >&2; printf 'med\\n' >&2; exec sleep 60",
+			Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond, Armed: "go-armed"}, Hang, 700 * time.Millisecond},
+		{"a child that never arms is hung at ArmBound", "exec sleep 60",
+			Limits{Timeout: time.Hour, Grace: 100 * time.Millisecond, Armed: "go-armed", ArmBound: 200 * time.Millisecond}, Hang, 200 * time.Millisecond},
+		{"an armed child that exits is ok", "echo go-armed >&2; exit 0",
+			Limits{Timeout: time.Hour, Armed: "go-armed"}, OK, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := RunWith(context.Background(), exec.Command("sh", "-c", tc.script), tc.limits)
+			require.NoError(t, err)
+			assert.Equal(t, tc.verdict, r.Verdict, "stderr: %s", r.Stderr)
+			assert.GreaterOrEqual(t, r.Duration, tc.atLeast)
+			assert.Less(t, r.Duration, 30*time.Second, "never the child's own 60 s")
+		})
+	}
+}
