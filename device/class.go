@@ -122,7 +122,23 @@ var classRules = []classRule{
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
 	{NoGPUHere, "no device, and no GPU device node, whatever /proc or sysfs shows of the host (a container given no GPU, an AMD pod without /dev/kfd)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) }},
-	{NotYet, "a preflight child that hung past its deadline, or crashed",
+	// A preflight child's Go panic needs an operator, wherever its frame is.
+	// The child runs package inits (those Go orders before device/backends,
+	// which may be the program's own), then the check: the backend's Open,
+	// Init and device query. A panic in an init is the program's bug. A
+	// panic in the backend's Go code is that backend's bug, whatever the
+	// driver answered. A driver is C, and its faults and aborts reach Go as
+	// signals: those are crashes, the next row. A fresh child runs the same
+	// code and panics again. Retried as not-yet, it would spend RetryFor,
+	// then fail liveness into a restart that panics once more. The same
+	// panic in the driver's init in process needs an operator too (the last
+	// row).
+	{NeedsOperator, "a preflight child's Go panic, in the backend's Go code or in a package init the child runs: a fresh child panics again",
+		func(f failure) bool {
+			var pe *PreflightError
+			return errors.As(f.err, &pe) && pe.Panicked
+		}},
+	{NotYet, "a preflight child that hung past its deadline, or crashed: a signal ended it (a fault or abort in the driver's C code)",
 		func(f failure) bool {
 			var pe *PreflightError
 			return errors.As(f.err, &pe) && (pe.Hung || pe.Crashed())

@@ -40,6 +40,8 @@ func TestEveryInitializationFailureHasOneClass(t *testing.T) {
 		{"802, the fabric manager starting", cuda("cuInit", 802), device.NotYet},
 		{"a hung preflight child", &device.PreflightError{Hung: true}, device.NotYet},
 		{"a crashed preflight child", &device.PreflightError{Signal: "SIGSEGV"}, device.NotYet},
+		{"a preflight child's Go panic", &device.PreflightError{Panicked: true, ExitCode: 2}, device.NeedsOperator},
+		{"a Go panic that GOTRACEBACK=crash ended with SIGABRT", &device.PreflightError{Panicked: true, Signal: "SIGABRT"}, device.NeedsOperator},
 		{"a child that is no preflight server", &device.PreflightError{NoReport: true}, device.NeedsOperator},
 		{"803, user and kernel driver differ", cuda("cuInit", 803), device.NeedsOperator},
 		{"804, forward compatibility", cuda("cuInit", 804), device.NeedsOperator},

@@ -49,9 +49,13 @@ const (
 // A child that hangs past Deadline is sent SIGQUIT, then SIGKILL. The
 // SIGQUIT makes its goroutine stacks name the driver call it is stuck in. A
 // child that cannot be killed (stuck in the kernel) is reported as such. It
-// is left to the kernel, never waited for. A child that crashes is reported
-// with its signal and the tail of its stderr. Every child dies with the
-// process, even when the process is killed with SIGKILL.
+// is left to the kernel, never waited for. A child that crashes (a signal,
+// as a fault in the driver's C code gives) is reported with its signal and
+// the driver call it was in. A child whose Go code panicked is reported by
+// its panic and the frame that panicked; it is [NeedsOperator], not retried,
+// since a fresh child panics again. Neither error carries the build
+// machine's file paths. Every child dies with the process, even when the
+// process is killed with SIGKILL.
 //
 // A failure of class [NotYet] is retried in a fresh child after Backoff. The
 // wait doubles each time, up to MaxBackoff, until RetryFor has passed since

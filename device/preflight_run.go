@@ -11,7 +11,7 @@ import (
 )
 
 // PreflightError is a preflight child that gave no answer. It hung past its
-// deadline, crashed, or exited without a report. A hung one matches
+// deadline, crashed, panicked, or exited without a report. A hung one matches
 // [driver.ErrInitHung] with errors.Is.
 type PreflightError struct {
 	Backend string        // the backend it checked
@@ -29,10 +29,19 @@ type PreflightError struct {
 	ExitCode         int    // its exit status; -1 when a signal ended it
 	Stderr           string // the tail of its stderr
 	NoReport         bool   // it exited without a report: it does not serve the preflight
+	// Report is the Go runtime's own account of the child's death, before
+	// its stacks: "panic: ..." (Panicked), "fatal error: ...", or "SIGSEGV:
+	// segmentation violation" and what follows. Frame is the frame that
+	// panicked or crashed, below the runtime's own. Its file is named as
+	// -trimpath would, never by the build machine's path:
+	// "sim.(*Backend).Init at github.com/gpuinit/gpuinit/device/sim/sim.go:188".
+	Report   string
+	Panicked bool
+	Frame    string
 }
 
-// Error says what the child did. It names the call it hung in or the signal
-// that ended it.
+// Error says what the child did. It names the call it hung or crashed in,
+// the signal that ended it, or the panic and the frame that panicked.
 func (e *PreflightError) Error() string {
 	what := fmt.Sprintf("device: %s: preflight child %d (%s)", e.Backend, e.Attempt, e.Command)
 	switch {
@@ -40,6 +49,13 @@ func (e *PreflightError) Error() string {
 		what += fmt.Sprintf(" hung for %s, and could not be killed: it is stuck in the kernel driver", e.Took.Round(time.Millisecond))
 	case e.Hung:
 		what += fmt.Sprintf(" hung: no answer within %s", e.Took.Round(time.Millisecond))
+	case e.Panicked:
+		if e.Frame != "" {
+			what += " panicked in " + e.Frame
+		} else {
+			what += " panicked"
+		}
+		return what + ": " + e.Report
 	case e.NoReport:
 		what += fmt.Sprintf(" exited with status %d without a report: is it a program that serves the preflight (imports device/backends, or calls device.ServePreflight)?", e.ExitCode)
 	case e.Signal != "":
@@ -49,9 +65,17 @@ func (e *PreflightError) Error() string {
 	}
 	if e.Call != "" {
 		what += ", in " + e.Call
+	} else if e.Frame != "" && !e.Hung {
+		what += ", in " + e.Frame
 	}
-	if tail := preflight.LastLines(e.Stderr, 3); tail != "" && !e.Hung {
-		what += ": " + tail
+	switch {
+	case e.Hung: // its Stacks say where
+	case e.Report != "":
+		what += ": " + e.Report
+	default: // not the Go runtime's words: the driver's own, or another program's
+		if tail := preflight.LastLines(e.Stderr, 3); tail != "" {
+			what += ": " + tail
+		}
 	}
 	return what
 }
@@ -59,9 +83,12 @@ func (e *PreflightError) Error() string {
 // Is reports driver.ErrInitHung for a child that hung.
 func (e *PreflightError) Is(target error) bool { return e.Hung && target == driver.ErrInitHung }
 
-// Crashed reports whether a signal ended the child, or the child reported a
-// fatal signal of its own. A Go child's crash in C code exits with status 2.
-func (e *PreflightError) Crashed() bool { return e.Signal != "" }
+// Crashed reports whether the child crashed: a signal ended it, or it
+// reported a fatal signal of its own, as a Go child does for a fault or an
+// abort in C code (and exits with status 2). A Go panic is not a crash,
+// even where GOTRACEBACK=crash ends it with SIGABRT: code that ran in the
+// child panicked (see the class table).
+func (e *PreflightError) Crashed() bool { return e.Signal != "" && !e.Panicked }
 
 // runPreflight runs one preflight child for reg and returns what it found.
 // That is its report, the *PreflightError of a child that gave no answer, or
@@ -78,7 +105,7 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	case errors.As(err, &na):
 		return rep, &PreflightError{Backend: reg.Name, Command: na.Command, Attempt: attempt, Took: na.Took,
 			Hung: na.Hung, Unkillable: na.Unkillable, Call: na.Call, Stacks: na.Stacks, Signal: na.Signal,
-			ExitCode: na.ExitCode, Stderr: na.Stderr, NoReport: na.NoReport}
+			ExitCode: na.ExitCode, Stderr: na.Stderr, NoReport: na.NoReport, Report: na.Report, Panicked: na.Panicked, Frame: na.Frame}
 	case rep.Schema != "": // the child answered with its driver's failure: return it as it said it
 		return rep, err
 	case ctx.Err() != nil:

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ import (
 // its DefaultRegistry has (as a server importing device/backends would), or
 // misbehaves as envChildDoes says first.
 const (
-	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, no-report, or not-ready-times
+	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, go-panic, no-report, or not-ready-times
 	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far
 	envChildTimes   = "GPUINIT_DEVICE_TEST_TIMES"      // for not-ready-times: how many fail
 )
@@ -46,8 +48,16 @@ func misbehave() {
 			time.Sleep(time.Hour) // a timer keeps the runtime from calling it a deadlock, as a driver call in C does
 		}
 	case "crash":
+		// A SIGSEGV the Go runtime did not cause: it reports it as it does a
+		// fault in a driver's C code ("SIGSEGV: segmentation violation"), and
+		// exits with status 2.
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSEGV)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "go-panic":
 		var p *int
-		*p = 1 // SIGSEGV, as a driver that crashes
+		*p = 1 // a fault in Go code: a Go panic, before the child's check
 	case "no-report":
 		os.Exit(0)
 	case "not-ready-times":
@@ -166,6 +176,8 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 	}{
 		{"hang", device.NotYet, true, "", 2},
 		{"crash", device.NotYet, false, "SIGSEGV", 2},
+		// A Go panic is code's, which a fresh child runs again: not retried.
+		{"go-panic", device.NeedsOperator, false, "", 1},
 		{"no-report", device.NeedsOperator, false, "", 1}, // a command that never will: not retried
 	} {
 		t.Run(tc.does, func(t *testing.T) {
@@ -200,14 +212,49 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 				assert.Contains(t, pe.Stacks, "device_test.misbehave", "the stacks say where it hung")
 				assert.Less(t, took, 1500*time.Millisecond+2*(300*time.Millisecond+5*time.Second), "each child is stopped at its deadline and grace")
 			case "crash":
-				assert.Contains(t, pe.Stderr, "nil pointer dereference", "the tail of its stderr")
+				assert.Contains(t, pe.Stderr, "SIGSEGV: segmentation violation", "the tail of its stderr")
 				assert.Contains(t, err.Error(), "crashed with SIGSEGV")
+				assert.False(t, pe.Panicked)
+			case "go-panic":
+				assert.True(t, pe.Panicked)
+				assert.Contains(t, err.Error(), "panicked in device_test.misbehave at github.com/gpuinit/gpuinit/device/preflight_test.go:")
+				assert.Contains(t, err.Error(), ": panic: runtime error: invalid memory address or nil pointer dereference")
+				assert.NotRegexp(t, absoluteGoPath, err.Error(), "no build machine's path")
 			case "no-report":
 				assert.True(t, pe.NoReport)
 				assert.Contains(t, err.Error(), "without a report")
 			}
 		})
 	}
+}
+
+// absoluteGoPath finds a Go file named by an absolute path, as the build
+// machine's are in a goroutine's stack.
+var absoluteGoPath = regexp.MustCompile(`(^|[\s(])/[^\s]*\.go\b`)
+
+// TestAPanicInTheDriversInitIsNamedByItsLineAndFrame: the driver's init
+// panics in the child's check (sim's Init, as a backend's Go code would).
+// The error names the panic and the frame, with the file as -trimpath would
+// name it, and the class is needs-operator, not retried: a fresh child
+// would run the same code into the same panic.
+func TestAPanicInTheDriversInitIsNamedByItsLineAndFrame(t *testing.T) {
+	rt, c := preflighted(t, true, device.Preflight{Deadline: 10 * time.Second, RetryFor: 1500 * time.Millisecond,
+		Backoff: 10 * time.Millisecond})
+	t.Setenv(sim.EnvFail, string(sim.Panic)) // in the child: the parent's sim was made before
+	err := rt.Init(context.Background())
+	var pe *device.PreflightError
+	require.ErrorAs(t, err, &pe)
+	assert.True(t, pe.Panicked)
+	assert.False(t, pe.Crashed())
+	assert.Equal(t, "panic: sim: simulated driver panic in Init", pe.Report)
+	assert.Regexp(t, `^sim\.\(\*Backend\)\.Init at github\.com/gpuinit/gpuinit/device/sim/sim\.go:\d+$`, pe.Frame)
+	assert.Regexp(t, `^device: sim: preflight child 1 \(.*\) panicked in sim\.\(\*Backend\)\.Init at `+
+		`github\.com/gpuinit/gpuinit/device/sim/sim\.go:\d+: panic: sim: simulated driver panic in Init$`, pe.Error())
+	assert.NotRegexp(t, absoluteGoPath, err.Error(), "no build machine's path")
+	assert.LessOrEqual(t, len(pe.Error()), 300+len(pe.Command))
+	assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "not retried")
+	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
 
 func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {

@@ -4,9 +4,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,11 +65,13 @@ func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv 
 		// init calls in the server's process and in its children
 		inServer, minInChildren int
 		ready, live             bool
+		message                 string // in the last attempt's error, with the init call for %s
 	}{
 		{name: "an init that hangs for ever", env: []string{fake + "_INIT_HANG=1"}, state: "initializing",
 			class: "not-yet", kind: "hang", inServer: 0, minInChildren: 2, ready: false, live: true},
 		{name: "an init that crashes", env: []string{fake + "_INIT_CRASH=1"}, state: "initializing",
-			class: "not-yet", inServer: 0, minInChildren: 2, ready: false, live: true},
+			class: "not-yet", inServer: 0, minInChildren: 2, ready: false, live: true,
+			message: "crashed with SIGSEGV, in %s: SIGSEGV: segmentation violation"},
 		{name: "not ready twice, across processes, then ready", env: notReady,
 			state: "ready", class: "not-yet", inServer: 1, minInChildren: 3, ready: true, live: true},
 		{name: "an init slow by 200 ms", env: []string{fake + "_INIT_DELAY_MS=200"}, state: "ready",
@@ -107,6 +111,10 @@ func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv 
 				if tc.kind != "" {
 					assert.Equal(t, tc.kind, st.BringUp.LastError.Kind)
 				}
+				if tc.message != "" {
+					assert.Contains(t, st.BringUp.LastError.Message, fmt.Sprintf(tc.message, initCall))
+					assert.NotRegexp(t, absoluteGoPath, st.BringUp.LastError.Message, "no build machine's path")
+				}
 			}
 			if tc.state == "initializing" {
 				assert.Nil(t, st.BringUp.InProcess, "nothing of the driver ran in the server's process")
@@ -135,6 +143,33 @@ func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv 
 					"preflight child %d outlived the server", pid)
 			}
 		})
+	}
+}
+
+// absoluteGoPath finds a Go file named by an absolute path, as the build
+// machine's are in a goroutine's stack.
+var absoluteGoPath = regexp.MustCompile(`(^|[\s(])/[^\s]*\.go\b`)
+
+// TestAGoPanicInThePreflightChildNeedsAnOperator: the driver's init panics
+// in Go in the preflight child (the sim backend's, as GPUINIT_SIM_FAIL=panic
+// makes it). The status names the panic by its line and the frame that
+// panicked, with no path of the build machine's, and the class is
+// needs-operator, as the README's class table says: no retry, readiness 503,
+// liveness 200.
+func TestAGoPanicInThePreflightChildNeedsAnOperator(t *testing.T) {
+	url, _ := startServer(t, []string{"GPUINIT_SIM_FAIL=panic"}, "-backend", "sim", "-preflight", "10s")
+	get(t, url+health.ReadyPath) // starts init
+	st := waitForState(t, url, "failed")
+	assert.Equal(t, "needs-operator", st.Class)
+	require.NotNil(t, st.Failure)
+	assert.Regexp(t, `preflight child 1 \(.*\) panicked in sim\.\(\*Backend\)\.Init at github\.com/gpuinit/gpuinit/device/sim/sim\.go:\d+: `+
+		`panic: sim: simulated driver panic in Init$`, st.Failure.Message)
+	assert.NotRegexp(t, absoluteGoPath, st.Failure.Message, "no build machine's path")
+	require.NotNil(t, st.BringUp)
+	assert.Equal(t, 1, st.BringUp.Attempts, "not retried: a fresh child panics again")
+	for path, want := range map[string]int{health.ReadyPath: http.StatusServiceUnavailable, health.LivePath: http.StatusOK} {
+		code, body := get(t, url+path)
+		assert.Equal(t, want, code, "%s: %s", path, body)
 	}
 }
 

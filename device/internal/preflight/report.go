@@ -2,8 +2,9 @@
 // parent starts the child with EnvChild naming the backend and a pipe of its
 // own on file descriptor 3, and reads one JSON report there; the child (this
 // same binary, in Serve) checks the backend and writes the report. A child
-// that gives no answer (it hung past its deadline, crashed, or exited
-// without a report) becomes a *NoAnswer. It knows nothing of package
+// that gives no answer (it hung past its deadline, crashed, panicked, or
+// exited without a report) becomes a *NoAnswer, which names how it died from
+// the Go runtime's own report on its stderr. It knows nothing of package
 // device's Runtime: device hands Serve the check to run.
 package preflight
 

@@ -40,7 +40,7 @@ type Child struct {
 }
 
 // NoAnswer is a child that gave no report: it hung past its deadline,
-// crashed, or exited without one.
+// crashed, panicked, or exited without one.
 type NoAnswer struct {
 	Command          string        // the program run, as ps shows it
 	Took             time.Duration // from its start to its end, or to giving up on it
@@ -51,6 +51,15 @@ type NoAnswer struct {
 	ExitCode         int           // its exit status; -1 when a signal ended it
 	Stderr           string        // the tail of its stderr
 	NoReport         bool          // it exited 0 without a report: not a program that serves the preflight
+	// Report is the Go runtime's own account of the child's death, before
+	// its stacks: "panic: ...", "fatal error: ...", or "SIGSEGV:
+	// segmentation violation" and what follows. Panicked reports a Go
+	// panic. Frame is the frame that panicked or crashed, its file named as
+	// -trimpath would. All three are empty for a hung child, whose Stacks say
+	// more.
+	Report   string
+	Panicked bool
+	Frame    string
 }
 
 func (n *NoAnswer) Error() string { return "preflight: the child gave no answer" }
@@ -159,9 +168,18 @@ func Run(ctx context.Context, c Child) (Report, error) {
 	}
 	na := &NoAnswer{Command: strings.Join(cmd.Args, " "), Took: res.Duration,
 		Hung: res.Verdict == hangcheck.Hang, Unkillable: res.Unreaped, ExitCode: res.ExitCode, Stderr: res.Stderr}
-	if res.Signal != 0 {
+	if !na.Hung {
+		d := parseDeath(res.Stderr)
+		na.Report, na.Panicked, na.Frame, na.Call = d.Report, d.Panicked, d.Frame, d.Call
+	}
+	switch m := fatalSignal.FindStringSubmatch(res.Stderr); {
+	case res.Signal != 0:
+		// Under GOTRACEBACK=crash a Go panic ends so too (SIGABRT):
+		// Panicked still says what it was.
 		na.Signal = signalName(res.Signal)
-	} else if m := fatalSignal.FindStringSubmatch(res.Stderr); m != nil && !na.Hung {
+	case m != nil && !na.Hung && !na.Panicked:
+		// A Go panic's "[signal SIGSEGV ...]" is a fault in Go code, which
+		// panicked: not the driver's signal.
 		na.Signal = m[1] + m[2]
 	}
 	if na.Hung {
