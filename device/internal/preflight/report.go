@@ -93,6 +93,11 @@ type reported struct {
 func (r *reported) Error() string { return r.msg }
 func (r *reported) Unwrap() error { return r.sentinel }
 
+// writeReport writes rep as a child does, for readReport. JSON carries only
+// valid UTF-8: a string that is not (a device's name from a C buffer, say)
+// arrives with U+FFFD for each invalid byte.
+func writeReport(w io.Writer, rep Report) error { return json.NewEncoder(w).Encode(rep) }
+
 // readReport decodes a child's report, at most max bytes of it.
 func readReport(r io.Reader, max int64) (Report, error) {
 	var rep Report
@@ -101,6 +106,9 @@ func readReport(r io.Reader, max int64) (Report, error) {
 	}
 	if rep.Schema != schema {
 		return Report{}, fmt.Errorf("the report's schema is %q, this build reads %q", rep.Schema, schema)
+	}
+	if len(rep.Devices) == 0 {
+		rep.Devices = nil // "devices":[] and none are one report: the writer leaves an empty list out
 	}
 	return rep, nil
 }

@@ -1,7 +1,6 @@
 package preflight
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -30,7 +29,7 @@ func Serve(check func(backend string) Report) {
 			EnvChild, name, fd)
 		os.Exit(2)
 	}
-	_ = json.NewEncoder(pipe).Encode(check(name))
+	_ = writeReport(pipe, check(name))
 	_ = pipe.Close()
 	os.Exit(0)
 }
