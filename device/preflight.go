@@ -62,9 +62,10 @@ const (
 // the first attempt. No in-process init ever fails for a transient reason,
 // so nothing becomes final too early.
 //
-// The cost is a fork and exec of the server's binary, and the driver's init
-// once more in the child, before the in-process one. See the README for the
-// figures.
+// The cost is a fork and exec of the server's binary, its package inits,
+// and the driver's init once more in the child, before the in-process one.
+// The child runs with GOMAXPROCS=1, which starts its runtime faster. See the
+// README for the figures.
 type Preflight struct {
 	// Deadline bounds one child; 0 is 30 s.
 	Deadline time.Duration

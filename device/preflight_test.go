@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +28,8 @@ import (
 // its DefaultRegistry has (as a server importing device/backends would), or
 // misbehaves as envChildDoes says first.
 const (
-	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, go-panic, no-report, or not-ready-times
-	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far
+	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, go-panic, no-report, not-ready-times, or say-gomaxprocs
+	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far; for say-gomaxprocs, the file
 	envChildTimes   = "GPUINIT_DEVICE_TEST_TIMES"      // for not-ready-times: how many fail
 )
 
@@ -60,6 +61,8 @@ func misbehave() {
 		*p = 1 // a fault in Go code: a Go panic, before the child's check
 	case "no-report":
 		os.Exit(0)
+	case "say-gomaxprocs":
+		_ = os.WriteFile(os.Getenv(envChildCounter), []byte(strconv.Itoa(runtime.GOMAXPROCS(0))), 0o644)
 	case "not-ready-times":
 		path := os.Getenv(envChildCounter)
 		b, _ := os.ReadFile(path)
@@ -101,6 +104,21 @@ func TestAPreflightChildSucceedsBeforeTheDriverInitsInProcess(t *testing.T) {
 	assert.False(t, b.Since.Before(b.InProcess), "done since the end, after the in-process part began")
 	assert.True(t, b.InProcess.After(before), "the in-process part began after the child")
 	assert.Equal(t, int64(1), c.Calls().Init, "the driver's init ran in this process once, after the child")
+}
+
+// TestAChildRunsWithOneP: the child's work is one goroutine's, and a Go
+// runtime with one P starts faster (more so on a host of many cores), so the
+// child runs with GOMAXPROCS=1, whatever the server's environment says.
+func TestAChildRunsWithOneP(t *testing.T) {
+	rt, _ := preflighted(t, false, device.Preflight{})
+	t.Setenv("GOMAXPROCS", "2")
+	said := filepath.Join(t.TempDir(), "gomaxprocs")
+	t.Setenv(envChildDoes, "say-gomaxprocs")
+	t.Setenv(envChildCounter, said)
+	require.NoError(t, rt.Init(context.Background()))
+	b, err := os.ReadFile(said)
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(b))
 }
 
 func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {

@@ -3,64 +3,125 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
+	"github.com/stretchr/testify/require"
 )
+
+// bringUpRecord is the last recorded run of BenchmarkBringUp, which README.md
+// quotes. Record a run with:
+//
+//	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server | tee examples/server/testdata/bringup-bench.txt
+//
+// then run TestTheREADMEQuotesTheRecordedBringUpRun, which prints the table
+// to paste into README.md's "The preflight" section.
+const bringUpRecord = "testdata/bringup-bench.txt"
+
+// fakeInit is the fake libcuda's cuInit in the benchmark: the preflight runs
+// it twice, in the child and in the server.
+const fakeInit = 200 * time.Millisecond
+
+// baseline is another build of this server (of an older commit, say) to
+// measure beside this one, in the same run: its pairs of starts alternate
+// with this build's, and its figures are reported with a "-baseline" unit.
+var baseline = flag.String("bringup.baseline", "", "a server binary to measure beside this build, pair by pair")
 
 // What the preflight costs, and how soon a GPU that recovers is served,
 // measured over the fake libcuda whose cuInit takes 200 ms, side by side in
-// one run (the README quotes the figures):
+// one run (the README quotes the figures of the run recorded in
+// bringUpRecord):
 //
 //	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
 //
-// Each iteration starts the server, probes readiness every millisecond until
-// it is 200, and stops it. ms-to-ready is from the server's start to the
-// first 200; without and with the preflight differ by the child's own
-// 200 ms init and what the child costs besides.
+// Each iteration of "in-process and with the preflight" starts the server
+// twice, without and with the preflight, in alternating order, and probes
+// readiness every millisecond until it is 200. Time to ready is from a
+// start to the first 200. The preflight's cost is, for each pair, with
+// minus without minus the child's own 200 ms init; pairs cancel the load
+// of the machine that drifts while a run goes on. Every figure is the
+// median over the iterations, as a mean would carry one slow start.
+// With -args -bringup.baseline=BINARY each iteration also measures a pair
+// of that binary, interleaved.
 func BenchmarkBringUp(b *testing.B) {
 	lib := fakedriver.Build(b, fakedriver.CUDA)
-	childtest.Binary(b) // built before any timing: startServer runs it
-	env := []string{"GPUINIT_CUDA_LIBRARY=" + lib, "GPUINIT_FAKE_CUDA_INIT_DELAY_MS=200", "GPUINIT_PREFLIGHT="}
-	for _, mode := range []struct {
-		name      string
-		preflight string
-	}{{"in-process only", "0"}, {"with the preflight", "30s"}} {
-		b.Run(mode.name, func(b *testing.B) {
-			var total time.Duration
-			for b.Loop() {
-				total += timeToReady(b, env, "-backend", "cuda", "-preflight", mode.preflight)
-			}
-			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-ready")
-		})
+	bins := []string{childtest.Binary(b)} // built before any timing
+	if *baseline != "" {
+		bins = append(bins, *baseline)
 	}
+	env := []string{"GPUINIT_CUDA_LIBRARY=" + lib, "GPUINIT_FAKE_CUDA_INIT_DELAY_MS=" + strconv.Itoa(int(fakeInit.Milliseconds())),
+		"GPUINIT_PREFLIGHT="}
+	b.Run("in-process and with the preflight", func(b *testing.B) {
+		off, on, cost := make([][]time.Duration, len(bins)), make([][]time.Duration, len(bins)), make([][]time.Duration, len(bins))
+		i := 0
+		for b.Loop() {
+			for k, bin := range bins {
+				modes := []string{"0", "30s"}
+				if i%2 == 1 {
+					slices.Reverse(modes)
+				}
+				took := map[string]time.Duration{}
+				for _, mode := range modes {
+					took[mode] = timeToReady(b, bin, env, "-backend", "cuda", "-preflight", mode)
+				}
+				off[k], on[k] = append(off[k], took["0"]), append(on[k], took["30s"])
+				cost[k] = append(cost[k], took["30s"]-took["0"]-fakeInit)
+			}
+			i++
+		}
+		for k := range bins {
+			suffix := []string{"", "-baseline"}[k]
+			b.ReportMetric(medianMs(off[k]), "ms-in-process"+suffix)
+			b.ReportMetric(medianMs(on[k]), "ms-with-preflight"+suffix)
+			b.ReportMetric(medianMs(cost[k]), "ms-preflight-cost"+suffix)
+		}
+	})
 	b.Run("ready after the fake recovers", func(b *testing.B) {
 		// The fake answers 802 to the first init of each run: the next
 		// attempt comes a backoff later (1 s), and ms-after-backoff is
 		// from that attempt's scheduled start to readiness.
-		var after time.Duration
+		var after []time.Duration
 		for b.Loop() {
 			counter := filepath.Join(b.TempDir(), "inits")
-			after += readyAfterBackoff(b, append(env[:1:1], "GPUINIT_FAKE_CUDA_INIT=802",
-				"GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=1", "GPUINIT_FAKE_CUDA_INIT_FAIL_FILE="+counter, "GPUINIT_PREFLIGHT="))
+			after = append(after, readyAfterBackoff(b, append(env[:1:1], "GPUINIT_FAKE_CUDA_INIT=802",
+				"GPUINIT_FAKE_CUDA_INIT_FAIL_TIMES=1", "GPUINIT_FAKE_CUDA_INIT_FAIL_FILE="+counter, "GPUINIT_PREFLIGHT=")))
 		}
-		b.ReportMetric(float64(after.Microseconds())/1000/float64(b.N), "ms-after-backoff")
+		b.ReportMetric(medianMs(after), "ms-after-backoff")
 	})
 }
 
-// timeToReady starts the server and returns how long readiness took to be
-// 200.
-func timeToReady(b *testing.B, env []string, args ...string) time.Duration {
+// medianMs is the median of ds in milliseconds, to the microsecond.
+func medianMs(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return float64(m.Microseconds()) / 1000
+}
+
+// timeToReady starts the server binary bin and returns how long readiness
+// took to be 200.
+func timeToReady(b *testing.B, bin string, env []string, args ...string) time.Duration {
 	b.Helper()
 	start := time.Now()
-	url, stop := startForBench(b, env, args...)
-	defer stop()
+	url, cmd, _ := startBinary(b, bin, env, args...)
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	for {
 		if resp, err := http.Get(url + health.ReadyPath); err == nil {
 			resp.Body.Close()
@@ -76,8 +137,8 @@ func timeToReady(b *testing.B, env []string, args ...string) time.Duration {
 // returns how long after the retry's scheduled start readiness was 200.
 func readyAfterBackoff(b *testing.B, env []string) time.Duration {
 	b.Helper()
-	url, stop := startForBench(b, env, "-backend", "cuda")
-	defer stop()
+	url, cmd := startServer(b, env, "-backend", "cuda")
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	var next time.Time
 	for {
 		resp, err := http.Get(url + health.StatusPath)
@@ -103,10 +164,65 @@ func readyAfterBackoff(b *testing.B, env []string) time.Duration {
 	}
 }
 
-// startForBench starts the server and returns its URL and a function that
-// stops it; readiness starts its init.
-func startForBench(b *testing.B, env []string, args ...string) (string, func()) {
-	b.Helper()
-	url, cmd := startServer(b, env, args...)
-	return url, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+// benchLine is one result line of go test -bench: the benchmark, then value
+// and unit pairs.
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// recordedBringUp reads the figures of the recorded run: each metric's
+// value by its unit, and the run's cpu line.
+func recordedBringUp(t *testing.T) (metrics map[string]float64, cpu string) {
+	t.Helper()
+	f, err := os.Open(bringUpRecord)
+	require.NoError(t, err)
+	defer f.Close()
+	metrics = map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if c, ok := strings.CutPrefix(sc.Text(), "cpu: "); ok {
+			cpu = strings.TrimSpace(c)
+		}
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil || !strings.HasPrefix(m[1], "BenchmarkBringUp/") {
+			continue
+		}
+		fields := strings.Fields(m[2])
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			require.NoError(t, err, "%s", sc.Text())
+			metrics[fields[i+1]] = v
+		}
+	}
+	require.NoError(t, sc.Err())
+	return metrics, cpu
+}
+
+// bringUpTable renders the recorded run's figures as README.md prints them.
+func bringUpTable(t *testing.T) string {
+	t.Helper()
+	metrics, cpu := recordedBringUp(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "| median of the recorded run (%s) | time to ready |\n| --- | --- |\n", cpu)
+	for _, row := range []struct{ what, unit string }{
+		{"in-process only", "ms-in-process"},
+		{"with the preflight", "ms-with-preflight"},
+		{"the preflight's cost beyond the child's own 200 ms init, pair by pair", "ms-preflight-cost"},
+		{"after a `not-yet` driver recovers: ready after the retry's scheduled start", "ms-after-backoff"},
+	} {
+		v, ok := metrics[row.unit]
+		require.True(t, ok, "%s has no %s", bringUpRecord, row.unit)
+		fmt.Fprintf(&b, "| %s | %.1f ms |\n", row.what, v)
+	}
+	return b.String()
+}
+
+// TestTheREADMEQuotesTheRecordedBringUpRun: README.md's figures of the
+// preflight's cost are those of the run recorded in bringUpRecord, which
+// the benchmark's command writes. A figure edited by hand, or a run
+// recorded without the README following, fails it.
+func TestTheREADMEQuotesTheRecordedBringUpRun(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	if table := bringUpTable(t); !strings.Contains(string(readme), table) {
+		t.Errorf("README.md does not quote the bring-up run recorded in %s; paste this in:\n\n%s", bringUpRecord, table)
+	}
 }
