@@ -31,8 +31,8 @@ type death struct {
 
 // The bounds on what a death's fields keep of the child's stderr.
 const (
-	maxDeathReport = 200
-	maxFrame       = 200
+	maxDeathReport = 160
+	maxFrame       = 120
 )
 
 var (
