@@ -381,6 +381,23 @@ func TestABadPreflightVariableIsAnErrorOfUsePreflight(t *testing.T) {
 	assert.ErrorContains(t, err, `GPUINIT_PREFLIGHT="bogus"`)
 }
 
+// TestAGoPanicIsNoCrash: a Go panic ended by the runtime's SIGABRT (as
+// GOTRACEBACK=crash ends one) is still a panic, not a driver's crash.
+func TestAGoPanicIsNoCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     *device.PreflightError
+		crashed bool
+	}{
+		{"a fault in C code", &device.PreflightError{Signal: "SIGSEGV", ExitCode: 2}, true},
+		{"killed by a signal", &device.PreflightError{Signal: "SIGKILL", ExitCode: -1}, true},
+		{"a Go panic", &device.PreflightError{Panicked: true, ExitCode: 2}, false},
+		{"a Go panic under GOTRACEBACK=crash", &device.PreflightError{Panicked: true, Signal: "SIGABRT", ExitCode: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.crashed, tc.err.Crashed()) })
+	}
+}
+
 // TestAnUnkillableChildIsSaidToBe: a hung child that SIGKILL did not end
 // within the reap bound (stuck in uninterruptible sleep in a kernel driver;
 // internal/hangcheck's tests give up on such a child by that bound) is
