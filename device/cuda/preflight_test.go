@@ -14,18 +14,10 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// This test binary serves the preflight for the cuda backend, as a server
-// that imports device/backends does: its preflight children are itself.
-func TestMain(m *testing.M) {
-	device.ServePreflight()
-	childtest.Main(m) // removes the fake libraries, built once for every test
-}
 
 // TestPreflightOverTheFakeDriver runs each way a driver's init goes wrong in
 // a preflight child of a child test, and counts, from the fake's call log
