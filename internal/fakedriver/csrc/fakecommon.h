@@ -5,11 +5,13 @@
 #define GPUINIT_FAKE_COMMON_H
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,8 +101,6 @@ static inline unsigned long fake_elapsed_ms(struct timespec *start) {
 	return (unsigned long)((now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000);
 }
 
-#endif
-
 // fake_next_line reads the next complete line of the file the variable env
 // names, from *offset on, into line, and moves *offset past it; 0 if there is
 // none yet (a test appends lines as it goes).
@@ -117,3 +117,45 @@ static inline int fake_next_line(const char *env, long *offset, char *line, size
 	fclose(f);
 	return got;
 }
+
+// An event wait of a fake blocks on its events file, as a real library's
+// blocks in the kernel: fake_lines_watch starts watching the file the
+// variable env names (inotify, before the wait first reads it, so that no
+// line appended after that read is missed), fake_lines_wait blocks until the
+// file changes or ms pass, and fake_lines_done ends the watch. So a wait
+// takes a test's line as soon as it is appended, and uses no CPU before,
+// however long its timeout. Where the file cannot be watched (no file, or
+// inotify's limits reached), fake_lines_wait looks at it every 2 ms instead.
+struct fake_lines {
+	int fd;        // the inotify instance; -1 where there is none
+	int has_file;  // env names a file to look at
+};
+
+static inline struct fake_lines fake_lines_watch(const char *env) {
+	const char *path = getenv(env);
+	struct fake_lines w = {-1, path && *path};
+	if (!w.has_file) return w;
+	w.fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w.fd >= 0 && inotify_add_watch(w.fd, path, IN_MODIFY) < 0) {
+		close(w.fd);
+		w.fd = -1;
+	}
+	return w;
+}
+
+static inline void fake_lines_wait(struct fake_lines *w, unsigned long ms) {
+	if (w->fd < 0 && w->has_file && ms > 2) ms = 2; // no watch: look again soon
+	struct pollfd p = {w->fd, POLLIN, 0};
+	if (poll(&p, w->fd >= 0 ? 1 : 0, ms > 60000 ? 60000 : (int)ms) > 0) {
+		char buf[4096];
+		while (read(w->fd, buf, sizeof buf) > 0) {
+		}
+	}
+}
+
+static inline void fake_lines_done(struct fake_lines *w) {
+	if (w->fd >= 0) close(w->fd);
+	w->fd = -1;
+}
+
+#endif

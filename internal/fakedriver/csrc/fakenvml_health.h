@@ -8,9 +8,9 @@
 //                                 "error <nvmlReturn_t>" (the next wait fails so), or
 //                                 "hang" (the next wait never returns, as on a dead
 //                                 GPU; it logs "nvmlEventSetWait_v2 hang" first);
-//                                 and the verdicts' lines of fakenvml_verdict.h
-//   GPUINIT_FAKE_NVML_POLL_MS     how often a waiting nvmlEventSetWait_v2 looks at the
-//                                 events file (default 2)
+//                                 and the verdicts' lines of fakenvml_verdict.h. A
+//                                 wait takes a line as soon as it is appended; one
+//                                 that times out logs "nvmlEventSetWait_v2 timeout"
 //   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
 //   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
 //   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
@@ -86,17 +86,11 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, 
 // delivered, into line; 0 if there is none yet.
 static int next_event(char *line, size_t len) { return fake_next_line("GPUINIT_FAKE_NVML_EVENTS", &events_read, line, len); }
 
-nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
-	if (!initialized) return 1;
-	if (!set || !data) return 2;
-	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
-	maybe_hang("nvmlEventSetWait_v2");
-	// Polls the file every 2 ms (the test's latency, not a real driver's),
-	// or every _POLL_MS, so that a test of the watch's own CPU use measures
-	// the watch, not the fake.
-	const char *p = getenv("GPUINIT_FAKE_NVML_POLL_MS");
-	unsigned int poll = p && atoi(p) > 0 ? (unsigned int)atoi(p) : 2;
-	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000}, start = {0, 0};
+// wait_lines is nvmlEventSetWait_v2's wait, over the lines watch w sees:
+// the first line that delivers an event, fails the wait or hangs it ends it;
+// a line that sets state is taken and the wait goes on, until timeoutms.
+static nvmlReturn_t wait_lines(struct fake_lines *w, nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+	struct timespec start = {0, 0};
 	for (unsigned long waited = fake_elapsed_ms(&start);; waited = fake_elapsed_ms(&start)) {
 		char line[256], kind[32], uuid[96];
 		unsigned long long code = 0;
@@ -129,9 +123,27 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 				return 0;
 			}
 		}
-		if (waited >= timeoutms) return 10; // NVML_ERROR_TIMEOUT
-		nanosleep(&step, NULL);
+		if (waited >= timeoutms) {
+			logcall("nvmlEventSetWait_v2 timeout");
+			return 10; // NVML_ERROR_TIMEOUT
+		}
+		fake_lines_wait(w, timeoutms - waited);
 	}
+}
+
+// nvmlEventSetWait_v2 blocks until a line of the events file ends the wait,
+// or timeoutms: it takes a line as soon as it is appended and uses no CPU
+// before (fakecommon.h's fake_lines), so that neither a test's latency nor
+// a test of the watch's own CPU use measures the fake.
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+	if (!initialized) return 1;
+	if (!set || !data) return 2;
+	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
+	maybe_hang("nvmlEventSetWait_v2");
+	struct fake_lines w = fake_lines_watch("GPUINIT_FAKE_NVML_EVENTS");
+	nvmlReturn_t r = wait_lines(&w, set, data, timeoutms);
+	fake_lines_done(&w);
+	return r;
 }
 
 typedef int nvmlEnableState_t;

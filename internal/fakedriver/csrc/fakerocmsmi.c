@@ -30,15 +30,14 @@
 //                              to it: "<bus id> <event number> <message>" (the rest of
 //                              the line; copied into message[] without a NUL when it
 //                              fills it), "error <status>" (the next get fails so), or
-//                              "hang" (the next get never returns)
+//                              "hang" (the next get never returns); a get takes a line
+//                              as soon as it is appended
 //   GPUINIT_FAKE_RSMI_HANG     the name of a call that never returns (it logs "<call>
 //                              hang" first), such as rsmi_event_notification_get
 //   GPUINIT_FAKE_RSMI_CRASH    the name of a call that crashes on a bad pointer
 //   GPUINIT_FAKE_RSMI_FAIL_CALL, _FAIL_CODE, _FAIL_TIMES
 //                              that call returns _FAIL_CODE (default 6, an internal
 //                              exception) its first _FAIL_TIMES times (default: always)
-//   GPUINIT_FAKE_RSMI_POLL_MS  how often a waiting rsmi_event_notification_get looks at
-//                              the events file (default 2)
 //   GPUINIT_FAKE_LOG_PID       if set, each log line ends with " pid=N"
 //
 // Define GPUINIT_FAKE_RSMI_OMIT_<function> to leave rsmi_version_get or
@@ -235,18 +234,11 @@ __attribute__((unused)) static int deliver(const char *line, unsigned char *data
 }
 
 #ifndef GPUINIT_FAKE_RSMI_OMIT_rsmi_event_notification_get
-rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *data) {
-	rsmi_status_t r = enter("rsmi_event_notification_get", "");
-	if (r) return r;
-	if (!num || !data || *num == 0) return INVALID_ARGS;
-	uint32_t room = *num;
-	*num = 0;
-	// Polls the file every 2 ms (the test's latency, not a real driver's),
-	// or every _POLL_MS, so that a test of the watch's own CPU use measures
-	// the watch, not the fake.
-	int poll = envint("GPUINIT_FAKE_RSMI_POLL_MS", 2);
-	if (poll < 1) poll = 1;
-	struct timespec step = {poll / 1000, (long)(poll % 1000) * 1000000}, start = {0, 0};
+// get_lines is rsmi_event_notification_get's wait, over the lines watch w
+// sees: it returns the events delivered as soon as there are any, fails or
+// hangs as a line says, or answers NO_DATA at timeout_ms.
+static rsmi_status_t get_lines(struct fake_lines *w, int timeout_ms, uint32_t room, uint32_t *num, void *data) {
+	struct timespec start = {0, 0};
 	for (long waited = (long)fake_elapsed_ms(&start);; waited = (long)fake_elapsed_ms(&start)) {
 		char line[512];
 		while (*num < room && next_event(line, sizeof line)) {
@@ -262,7 +254,23 @@ rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *d
 		}
 		if (*num > 0) return 0;
 		if (waited >= timeout_ms) return NO_DATA;
-		nanosleep(&step, NULL);
+		fake_lines_wait(w, (unsigned long)(timeout_ms - waited));
 	}
+}
+
+// rsmi_event_notification_get blocks until a line of the events file ends
+// the wait, or timeout_ms: it takes a line as soon as it is appended and
+// uses no CPU before (fakecommon.h's fake_lines), so that neither a test's
+// latency nor a test of the watch's own CPU use measures the fake.
+rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *data) {
+	rsmi_status_t r = enter("rsmi_event_notification_get", "");
+	if (r) return r;
+	if (!num || !data || *num == 0) return INVALID_ARGS;
+	uint32_t room = *num;
+	*num = 0;
+	struct fake_lines w = fake_lines_watch("GPUINIT_FAKE_RSMI_EVENTS");
+	r = get_lines(&w, timeout_ms, room, num, data);
+	fake_lines_done(&w);
+	return r;
 }
 #endif
