@@ -34,7 +34,9 @@ const MinDriverVersion = 11000
 // Backend is the CUDA driver, loaded at the first Init. Its methods are safe
 // for concurrent use; the driver's state is the process's, so every Backend
 // value shares it, and Init's result is memoized for the process.
-type Backend struct{}
+type Backend struct {
+	timing *watchTiming // the health watch's pacing; nil: productionTiming (a test's Backend sets its own)
+}
 
 // state is what the first Init learned, published as it learns it: the
 // library, then the version (read before cuInit, so that it is known when

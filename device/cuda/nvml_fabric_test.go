@@ -5,7 +5,6 @@ package cuda
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/stretchr/testify/assert"
@@ -14,6 +13,7 @@ import (
 
 // TestNVMLFabric: the watch reports the GPU fabric's state where it has one.
 func TestNVMLFabric(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	runVerdictChildren(t, []verdictCase{
 		{"v3's health summary decides, and each change is reported", "TestChildFabric", false,
 			[]string{"GPUINIT_FAKE_NVML_FABRIC=3 0 1 0"}},
@@ -25,7 +25,7 @@ func TestNVMLFabric(t *testing.T) {
 
 func TestChildFabric(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, true, false)
+	rec, uuids := watchDirectly(t, afterEachWait, false)
 	ev := rec.nth(t, 1, 0, driver.HealthFabric)
 	assert.Equal(t, driver.HealthInform, ev.Action)
 	require.NotNil(t, ev.Fabric)
@@ -64,7 +64,7 @@ func TestChildFabric(t *testing.T) {
 
 func TestChildFabricV2(t *testing.T) {
 	child(t)
-	rec, _ := watchDirectly(t, true, false)
+	rec, _ := watchDirectly(t, afterEachWait, false)
 	ev := rec.nth(t, 1, 1, driver.HealthFabric)
 	require.NotNil(t, ev.Fabric)
 	assert.Equal(t, 0, ev.Fabric.Summary, "v2 has no health summary: the fake's unhealthy one is not read")
@@ -77,7 +77,7 @@ func TestChildFabricV2(t *testing.T) {
 // default) reports no fabric state, though the counters are read.
 func TestChildNoFabric(t *testing.T) {
 	child(t)
-	rec, _ := watchDirectly(t, true, false)
+	rec, _ := watchDirectly(t, afterEachWait, false)
 	rec.nth(t, 3, 1, driver.HealthRead)
 	assert.Empty(t, rec.of(0, driver.HealthFabric))
 	assert.Empty(t, rec.of(1, driver.HealthFabric))
@@ -90,7 +90,7 @@ func TestChildNoFabric(t *testing.T) {
 func readAfter(t *testing.T, rec *recorder, ordinal int, n string) {
 	t.Helper()
 	inject(t, "replays", rec.uuids[ordinal], n)
-	require.Eventually(t, func() bool {
+	rec.until(t, "two reads that see "+n+" replays", func() bool {
 		seen := 0
 		for _, ev := range rec.of(ordinal, driver.HealthReplay) {
 			if fmt.Sprint(ev.Code) == n {
@@ -98,5 +98,5 @@ func readAfter(t *testing.T, rec *recorder, ordinal int, n string) {
 			}
 		}
 		return seen >= 2
-	}, 20*time.Second, time.Millisecond, "two reads that see %s replays", n)
+	})
 }

@@ -35,16 +35,28 @@ const (
 const (
 	nvmlNotSupported = 3
 	nvmlTimeout      = 10
-	// waitMillis bounds one nvmlEventSetWait_v2: the watch blocks in it,
-	// using no CPU, and looks at its context between two (so a Runtime's
-	// Close waits for it no longer than this, unless NVML hangs, when Close
-	// abandons it when its ctx ends).
-	waitMillis = 1000
 )
 
-// countersEvery is how often the counters are read again; a variable so
-// that a test can read them more often.
-var countersEvery = 30 * time.Second
+// watchTiming paces the health watch. wait bounds one nvmlEventSetWait_v2:
+// the watch blocks in it, using no CPU, and looks at its context between
+// two (so a Runtime's Close waits for it no longer than this, unless NVML
+// hangs, when Close abandons it when its ctx ends). counters is how often
+// the counters are read again. backoff is the first wait after a failure,
+// doubling up to maxBackoff.
+type watchTiming struct {
+	wait, counters, backoff, maxBackoff time.Duration
+}
+
+// productionTiming is every Backend's, unless a test gave its own.
+var productionTiming = watchTiming{wait: time.Second, counters: 30 * time.Second, backoff: time.Second, maxBackoff: 30 * time.Second}
+
+// watchTiming is b's timing: productionTiming unless a test set its own.
+func (b *Backend) watchTiming() watchTiming {
+	if b != nil && b.timing != nil {
+		return *b.timing
+	}
+	return productionTiming
+}
 
 // WatchHealth watches the devices' NVML events (Xid critical errors, single-
 // and double-bit ECC, the GPU's unavailability and its recovery action)
@@ -72,7 +84,7 @@ var countersEvery = 30 * time.Second
 // any call may never return, and then neither does WatchHealth (the
 // Runtime's CallTracker names the call past its deadline, and its Close
 // abandons the watch when its ctx ends).
-func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	end := driver.TrackCall(ctx, -1, "nvmlInit_v2")
 	handles, err := loadNVML()
 	end()
@@ -82,8 +94,8 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	if C.gpuinit_nvmlHasEvents() == 0 {
 		return fmt.Errorf("%w: cuda: this NVML has no event API, so the devices' health is not watched", driver.ErrNotSupported)
 	}
-	w := &nvmlWatch{ctx: ctx, report: report, devices: map[int]*nvmlVerdicts{}}
-	backoff := time.Second
+	w := &nvmlWatch{ctx: ctx, report: report, timing: b.watchTiming(), devices: map[int]*nvmlVerdicts{}}
+	backoff := w.timing.backoff
 	for {
 		waited, err := w.once(handles)
 		if err == nil || ctx.Err() != nil {
@@ -93,7 +105,7 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 			return err
 		}
 		if waited { // it watched again: this failure is a new one
-			backoff = time.Second
+			backoff = w.timing.backoff
 		}
 		report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatchError, At: time.Now(),
 			Message: fmt.Sprintf("%v; watching again in %s", err, backoff)})
@@ -104,7 +116,7 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 			t.Stop()
 			return nil
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, w.timing.maxBackoff)
 	}
 }
 
@@ -114,6 +126,7 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 type nvmlWatch struct {
 	ctx     context.Context
 	report  func(driver.HealthEvent)
+	timing  watchTiming
 	devices map[int]*nvmlVerdicts // by ordinal
 }
 
@@ -159,10 +172,10 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 	w.readAll(byHandle)
 	lastRead := time.Now()
 	for w.ctx.Err() == nil {
-		// The wait blocks for up to waitMillis by design: the deadline
+		// The wait blocks for up to timing.wait by design: the deadline
 		// starts after it.
-		end := driver.TrackWait(w.ctx, -1, "nvmlEventSetWait_v2", waitMillis*time.Millisecond)
-		e := C.gpuinit_nvmlWait(set, waitMillis)
+		end := driver.TrackWait(w.ctx, -1, "nvmlEventSetWait_v2", w.timing.wait)
+		e := C.gpuinit_nvmlWait(set, C.uint(w.timing.wait/time.Millisecond))
 		end()
 		switch e.r {
 		case 0:
@@ -174,7 +187,7 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 			return waited, nvmlCheck("nvmlEventSetWait_v2", e.r)
 		}
 		waited = true
-		if time.Since(lastRead) >= countersEvery {
+		if time.Since(lastRead) >= w.timing.counters {
 			w.readAll(byHandle)
 			lastRead = time.Now()
 		}

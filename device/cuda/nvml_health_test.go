@@ -4,19 +4,21 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
-	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +26,7 @@ import (
 
 // TestHealthWatchStops: what the watch does when NVML misbehaves after init.
 func TestHealthWatchStops(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	env, _ := fake(t, fakedriver.CUDA)
 	env = slices.Clip(env) // the parallel subtests append to it
 	nvml := fakedriver.Build(t, fakedriver.NVML)
@@ -43,7 +46,7 @@ func TestHealthWatchStops(t *testing.T) {
 		runChild(t, "TestChildCloseAbandonsAHungWatch", withEvents(t, "GPUINIT_FAKE_NVML_COUNTERS_HANG=1",
 			"HUNG=nvmlDeviceGetPersistenceMode hang")...)
 	})
-	t.Run("the backoff starts again at 1 s once a wait has succeeded", func(t *testing.T) {
+	t.Run("the backoff doubles to its longest, and starts again once a wait has succeeded", func(t *testing.T) {
 		t.Parallel() // each child has its own fakes' files, and mostly waits
 		runChild(t, "TestChildWatchBackoffResets", withEvents(t)...)
 	})
@@ -61,42 +64,41 @@ func appendEvents(t *testing.T, lines string) {
 
 // TestChildCloseAbandonsAHungWatch: with the watch stuck in an NVML call
 // that never returns (HUNG names the fake's log line for it), Shutdown
-// returns by its ctx (2 s) plus a margin, and says the watch was
-// abandoned. It does not use watchedRuntime, whose cleanup would Close
-// again: a Close that waited for ever would hang the child past its failure.
+// returns, abandoning the watch, once its ctx ends (or, on a machine so
+// loaded that the call's deadline of 10 s came first, at that). It does not
+// use watchedRuntime, whose cleanup would Close again: a Close that waited
+// for ever would hang the child past its failure.
 func TestChildCloseAbandonsAHungWatch(t *testing.T) {
 	child(t)
-	r := device.New(process)
+	r := device.New(paced(testTiming))
 	_, err := r.Devices(context.Background())
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		h := r.Stats().Health
-		return len(h) == 2 && h[0].Watched && h[1].Watched
-	}, 10*time.Second, time.Millisecond, "both devices are watched")
+	until(t, r, "both devices are watched", func(st device.Stats) bool {
+		return len(st.Health) == 2 && st.Health[0].Watched && st.Health[1].Watched
+	})
 	if os.Getenv("HANG") == "wait" {
 		appendEvents(t, "hang\n")
 	}
 	log := fakedriver.CallLog(os.Getenv("NVML_LOG"))
 	hung := os.Getenv("HUNG")
-	require.Eventually(t, func() bool { return len(log.Lines(t, hung)) == 1 }, 40*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(log.Lines(t, hung)) == 1 }, time.Minute, 5*time.Millisecond,
 		"the watch is stuck in NVML (%s)", hung)
 
-	closed := make(chan time.Duration, 1)
+	closed := make(chan error, 1)
 	go func() {
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		assert.ErrorContains(t, r.Shutdown(ctx), "abandoning the health watch")
-		closed <- time.Since(start)
+		closed <- r.Shutdown(ctx)
 	}()
-	bound := 2*time.Second + time.Second
 	select {
-	case took := <-closed:
-		assert.Less(t, took, bound)
-		t.Logf("Shutdown took %v", took)
-	case <-time.After(bound):
-		t.Fatalf("Shutdown has not returned in %v: it waits for the NVML call", bound)
+	case err := <-closed:
+		assert.ErrorContains(t, err, "abandoning the health watch")
+		assert.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrDeviceHung),
+			"given up at its ctx's end, or the call's deadline: %v", err)
+	case <-time.After(time.Minute): // a bound on a hang: the NVML call never returns
+		t.Fatal("Shutdown has not returned: it waits for the NVML call")
 	}
+	assert.Equal(t, []string{hung}, log.Lines(t, hung), "the call is still in NVML")
 	assert.True(t, r.Stats().HealthWatchAbandoned)
 	for _, h := range r.Stats().Health {
 		assert.False(t, h.Watched)
@@ -105,33 +107,30 @@ func TestChildCloseAbandonsAHungWatch(t *testing.T) {
 	assert.Empty(t, r.Stats().Lost, "an abandoned watch loses nothing")
 }
 
-// TestChildWatchBackoffResets: two failed waits in a row back off 1 s, then
-// 2 s; once a wait has succeeded (an event), the next failure backs off 1 s
-// again.
+// TestChildWatchBackoffResets: failed waits in a row back off testTiming's
+// 1 ms, then 2 ms, 4 ms, and no longer (its longest); once a wait has
+// succeeded (an event), the next failure backs off 1 ms again. Each
+// failure's message is taken from the watch's reports as it makes them: at
+// 1 ms apart, a poll of the Stats would miss some.
 func TestChildWatchBackoffResets(t *testing.T) {
 	child(t)
-	r, inject := watchedRuntime(t)
-	// failure waits for the nth failure and returns its message, which the
-	// next successful registration clears.
-	failure := func(n int64) string {
-		var msg string
-		require.Eventually(t, func() bool {
-			h := r.Stats().Health[0]
-			msg = h.WatchError
-			return h.WatchErrors == n && msg != ""
-		}, 20*time.Second, time.Millisecond, "failure %d", n)
-		return msg
+	var rep reports
+	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(testTiming), AfterReport: rep.add})
+	failure := func(n int) string {
+		t.Helper()
+		return rep.waitOf(t, n, driver.HealthWatchError)[n-1].Message
 	}
-	appendEvents(t, "error 999\nerror 999\n")
-	assert.Contains(t, failure(1), "watching again in 1s")
-	assert.Contains(t, failure(2), "watching again in 2s", "failed again before any wait succeeded")
+	appendEvents(t, "error 999\nerror 999\nerror 999\nerror 999\n")
+	assert.Contains(t, failure(1), "watching again in 1ms")
+	assert.Contains(t, failure(2), "watching again in 2ms", "failed again before any wait succeeded")
+	assert.Contains(t, failure(3), "watching again in 4ms")
+	assert.Contains(t, failure(4), "watching again in 4ms", "no longer than the longest backoff")
 	inject("xid", 1, "13")
-	require.Eventually(t, func() bool { return r.Stats().Health[1].Counted["xid 13"] == 1 }, 20*time.Second, time.Millisecond,
-		"a wait succeeds")
+	until(t, r, "a wait succeeds", func(st device.Stats) bool { return st.Health[1].Counted["xid 13"] == 1 })
 	appendEvents(t, "error 999\n")
-	got := failure(3)
-	assert.Contains(t, got, "watching again in 1s", "the backoff starts again once a wait has succeeded")
-	assert.False(t, strings.Contains(got, "in 4s"))
+	got := failure(5)
+	assert.Contains(t, got, "watching again in 1ms", "the backoff starts again once a wait has succeeded")
+	assert.False(t, strings.Contains(got, "in 8ms"))
 	assert.Empty(t, r.Stats().Lost)
 }
 
@@ -139,6 +138,7 @@ func TestChildWatchBackoffResets(t *testing.T) {
 // TrackCall: its Begin, on the device it is about (or -1), has no end, and
 // every other call's has.
 func TestNVMLCallsTracked(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	var cases []verdictCase
 	for _, c := range []struct {
 		call   string
@@ -171,7 +171,7 @@ func TestNVMLCallsTracked(t *testing.T) {
 // no end, on a device (HUNG_DEVICE) or -1, and every other Begin has one.
 func TestChildHungCallTracked(t *testing.T) {
 	child(t)
-	rec, _ := watchDirectly(t, true, true)
+	rec, _ := watchDirectly(t, afterEachWait, true)
 	hung := os.Getenv("HUNG")
 	if os.Getenv("HANG_BY") == "line" {
 		rec.nth(t, 1, 0, driver.HealthRead)
@@ -182,7 +182,7 @@ func TestChildHungCallTracked(t *testing.T) {
 		}
 	}
 	log := fakedriver.CallLog(os.Getenv("NVML_LOG"))
-	require.Eventually(t, func() bool { return len(log.Lines(t, hung+" hang")) == 1 }, 20*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(log.Lines(t, hung+" hang")) == 1 }, time.Minute, 5*time.Millisecond,
 		"the watch is stuck in %s", hung)
 	open := rec.open()
 	require.Len(t, open, 1, "the hung call alone has not ended: %+v", open)
@@ -195,11 +195,13 @@ func TestChildHungCallTracked(t *testing.T) {
 }
 
 // TestVerdictsThroughARuntime: over the fake NVML, each of the driver's own
-// signals on device 1 reaches its verdict, readiness and status, within
-// 100 ms of an event or one counters read of a polled state, and where the
-// driver clears it, clears; device 0 stays healthy. A hung counters read
-// hangs on device 0, read first, whose health turns unknown, naming it.
+// signals on device 1 reaches its verdict, readiness and status within one
+// round of the watch (an event by its wait, a polled state by the counters
+// read after it), and where the driver clears it, clears; device 0 stays
+// healthy. A hung call makes the health of the device it is about unknown,
+// naming it, once past the call deadline.
 func TestVerdictsThroughARuntime(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	env, _ := fake(t, fakedriver.CUDA)
 	env = slices.Clip(env)
 	nvml := fakedriver.Build(t, fakedriver.NVML)
@@ -236,17 +238,30 @@ func TestVerdictsThroughARuntime(t *testing.T) {
 	}
 }
 
+// TestChildVerdict: the verdict CASE_VERDICT holds by the time the watch
+// begins its second wait after the line is appended: the wait in flight, or
+// the first begun after the append, takes the line (an event is reported
+// before the next wait begins; a state is read by the counters read after
+// that wait, which reads them after each one). Measured in the watch's
+// rounds, not on a clock that load stretches. A hung call has no next
+// round: the test waits for the monitor to name it.
 func TestChildVerdict(t *testing.T) {
 	child(t)
-	countersEvery = 20 * time.Millisecond // after each wait
-	r, _ := watchedRuntime(t)
 	want := os.Getenv("CASE_VERDICT")
-	if want == "unknown" {
-		// The monitor's calls are held to it. Only where a call hangs: a
-		// wait a loaded machine stretches past so short a deadline is
-		// taken as hung too, and Shutdown then abandons the watch.
-		r.SetCallDeadline(200 * time.Millisecond)
-	}
+	timing := testTiming
+	timing.counters = afterEachWait
+	var (
+		rt       atomic.Pointer[device.Runtime]
+		appended atomic.Bool
+		waits    atomic.Int32         // the waits begun since the line was appended
+		inRound  = make(chan bool, 1) // whether the verdict held as the second began
+	)
+	r, _ := watchedRuntime(t, fakedriver.Observed{Backend: paced(timing), BeforeCall: func(_ int, op string) {
+		if op == "nvmlEventSetWait_v2" && appended.Load() && waits.Add(1) == 2 {
+			inRound <- rt.Load().Stats().Health[1].Verdict.String() == want
+		}
+	}})
+	rt.Store(r)
 	h := health.New(r, health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 	infos, err := r.Devices(context.Background())
@@ -254,51 +269,55 @@ func TestChildVerdict(t *testing.T) {
 	// The signal is on device 1; a hung call is on whichever device the
 	// watch reads next, which the wait below finds.
 	on, other := 1, 0
-	until := func(what string, ok func(device.DeviceHealth) bool) time.Duration {
+	wait := func(what string, ok func(device.DeviceHealth) bool) {
 		t.Helper()
-		start, timeout := time.Now(), time.After(10*time.Second)
-		for {
-			st := r.Stats()
+		until(t, r, what, func(st device.Stats) bool {
 			if len(st.Health) == 2 && ok(st.Health[on]) {
-				return time.Since(start)
+				return true
 			}
 			if len(st.Health) == 2 && want == "unknown" && ok(st.Health[other]) {
 				on, other = other, on
-				return time.Since(start)
+				return true
 			}
-			select {
-			case <-st.Changed:
-			case <-timeout:
-				t.Fatalf("never %s: %+v", what, st.Health)
-			}
-		}
+			return false
+		})
 	}
-	until("healthy", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy && d.Counters != nil })
+	wait("healthy", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy && d.Counters != nil })
 	line := func(format string) string {
 		if strings.Contains(format, "%s") {
 			return fmt.Sprintf(format, infos[1].UUID)
 		}
 		return format
 	}
-	appendEvents(t, line(os.Getenv("CASE_LINES"))+"\n")
-	took := until(want, func(d device.DeviceHealth) bool { return d.Verdict.String() == want })
-	bound := 100 * time.Millisecond
-	if os.Getenv("CASE_POLLED") == "true" {
-		// A polled state shows at the counters read after the wait that
-		// takes its line, a second on: three on a loaded machine at most.
-		bound += 3 * (time.Second + countersEvery)
-	}
+	hung := strings.TrimPrefix(os.Getenv("CASE_LINES"), "hang-call ")
 	if want == "unknown" {
-		bound += 200 * time.Millisecond // the monitor's deadline
+		// The monitor's calls are held to a short deadline only now, for
+		// the call about to hang: a call before it that a loaded machine
+		// stretched past so short a deadline would be taken as hung too.
+		r.SetCallDeadline(200 * time.Millisecond)
 	}
-	t.Logf("from the signal to the verdict: %v", took)
-	assert.Less(t, took, bound)
+	start := time.Now()
+	appendEvents(t, line(os.Getenv("CASE_LINES"))+"\n")
+	appended.Store(true)
+	if want == "unknown" {
+		wait("unknown, naming "+hung, func(d device.DeviceHealth) bool {
+			return d.Verdict == driver.VerdictUnknown && d.HungCall == hung
+		})
+	} else {
+		select {
+		case held := <-inRound:
+			assert.True(t, held, "%s by the watch's second wait after the line", want)
+		case <-time.After(time.Minute): // a bound on a hang
+			t.Fatal("the watch made no second wait after the line")
+		}
+		wait(want, func(d device.DeviceHealth) bool { return d.Verdict.String() == want })
+	}
+	t.Logf("from the signal to the verdict: %v", time.Since(start))
 	ready, why := h.Readiness()
 	assert.Equal(t, os.Getenv("CASE_READY") == "yes", ready, why)
 	st := h.Snapshot()
 	require.Len(t, st.Devices, 2)
 	assert.Equal(t, want, st.Devices[on].Health.Verdict.String(), "the status says it")
-	hung := strings.TrimPrefix(os.Getenv("CASE_LINES"), "hang-call ")
 	if hung == "nvmlEventSetWait_v2" { // a call about no one device: both are unknown
 		assert.Equal(t, driver.VerdictUnknown, st.Devices[other].Health.Verdict, "the wait is every device's")
 	} else {
@@ -306,20 +325,18 @@ func TestChildVerdict(t *testing.T) {
 	}
 	if want == "unknown" {
 		assert.Equal(t, hung, st.Devices[on].Health.HungCall)
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang
 		defer cancel()
 		err := r.Shutdown(ctx)
 		assert.ErrorContains(t, err, "abandoning the health watch, hung in "+hung, "a call past its deadline")
 		assert.ErrorIs(t, err, driver.ErrDeviceHung)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded, "abandoned at once, not at ctx's end")
-		assert.Less(t, time.Since(start), 3*time.Second, "shutdown within its bound")
 		assert.True(t, r.Stats().HealthWatchAbandoned)
 		return
 	}
 	if c := os.Getenv("CASE_CLEAR"); c != "" {
 		appendEvents(t, line(c)+"\n")
-		until("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy })
+		wait("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy })
 	}
 }
 
@@ -327,25 +344,75 @@ func TestChildVerdict(t *testing.T) {
 // use per device per minute on a quiet host: its waits (a second each) and
 // its counters reads (every 30 s), over a fake that waits without spinning.
 func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
+	t.Parallel() // its child has files of its own, and measures its own CPU time
 	env, _ := fake(t, fakedriver.CUDA)
 	events := filepath.Join(t.TempDir(), "events")
 	require.NoError(t, os.WriteFile(events, nil, 0o644))
 	out := runChild(t, "TestChildWatchCPU", append(slices.Clip(env), EnvNVMLLibrary+"="+fakedriver.Build(t, fakedriver.NVML),
-		envEvents+"="+events, "GPUINIT_FAKE_NVML_POLL_MS=1000")...)
+		envEvents+"="+events)...)
 	if i := strings.Index(out, "watch CPU per device per minute:"); i >= 0 {
 		t.Log(strings.SplitN(out[i:], "\n", 2)[0])
 	}
 }
 
+// TestChildWatchCPU runs the watch as productionTiming does, scaled down:
+// the same calls, a wait of 20 ms for its second and the counters every 30
+// waits, as every 30 s. It measures the process's CPU time over a minute's
+// worth of rounds (60 waits, between the starts of two), taken on the
+// watch's goroutine as each wait begins. That is safe under load: other
+// processes' work does not count in this one's CPU time, and the figure is
+// per round, whatever wall time the rounds take; the waits block in the
+// kernel, so their length changes the wall time, not the CPU.
 func TestChildWatchCPU(t *testing.T) {
 	child(t)
-	r, _ := watchedRuntime(t)
-	const window = 3 * time.Second
-	before := childtest.CPUTime(t)
-	time.Sleep(window) // the measurement's window: nothing happens in it
-	used := childtest.CPUTime(t) - before
+	const rounds = 60 // a minute of productionTiming's waits
+	timing := productionTiming
+	timing.wait = 20 * time.Millisecond
+	timing.counters = timing.wait * (productionTiming.counters / productionTiming.wait)
+	var (
+		waits int // on the watch's goroutine alone, as from is
+		from  time.Duration
+		used  = make(chan time.Duration, 1)
+	)
+	r, _ := watchedRuntime(t, fakedriver.Observed{Backend: paced(timing), BeforeCall: func(_ int, op string) {
+		if op != "nvmlEventSetWait_v2" {
+			return
+		}
+		switch waits++; waits {
+		case 1:
+			from = cpuTime()
+		case 1 + rounds:
+			used <- cpuTime() - from
+		}
+	}})
+	var cpu time.Duration
+	select {
+	case cpu = <-used:
+	case <-time.After(time.Minute): // a bound on a hang
+		t.Fatalf("the watch did not make %d waits", rounds)
+	}
 	n := len(r.Stats().Health)
-	perDeviceMinute := used * time.Duration(time.Minute/window) / time.Duration(n)
-	fmt.Printf("watch CPU per device per minute: %v (%v over %v, %d devices)\n", perDeviceMinute, used, window, n)
+	perDeviceMinute := cpu / time.Duration(n)
+	fmt.Printf("watch CPU per device per minute: %v (%v over %d rounds, %d devices)\n", perDeviceMinute, cpu, rounds, n)
 	assert.Less(t, perDeviceMinute, 600*time.Millisecond, "more than 1% of a core per device")
+}
+
+// cpuTime is the process's user and system CPU time so far; childtest's
+// CPUTime, for a goroutine that is not the test's.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // it fails only for a bad who
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestWatchTiming: the watch the process's Backend runs (any Backend a
+// test has not paced) waits a second in NVML, reads the counters every
+// 30 s, and backs off 1 s doubling to 30 s.
+func TestWatchTiming(t *testing.T) {
+	t.Parallel()
+	want := watchTiming{wait: time.Second, counters: 30 * time.Second, backoff: time.Second, maxBackoff: 30 * time.Second}
+	assert.Equal(t, want, process.watchTiming())
+	assert.Equal(t, want, (&Backend{}).watchTiming())
+	assert.Equal(t, want, (*Backend)(nil).watchTiming())
+	assert.Equal(t, testTiming, paced(testTiming).watchTiming())
 }

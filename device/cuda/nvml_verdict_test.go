@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,6 +24,7 @@ import (
 // TestNVMLVerdicts: the watch reports the driver's own verdicts over the
 // fake NVML, each in a child that runs the backend's WatchHealth itself.
 func TestNVMLVerdicts(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	runVerdictChildren(t, []verdictCase{
 		{"the recovery action is reported at the start and on its event, mapped", "TestChildRecoveryAction", false, nil},
 		{"Xid 154 makes the watch read the recovery action again", "TestChildRecoveryOnXid154", false, nil},
@@ -73,10 +76,13 @@ func runVerdictChildren(t *testing.T, cases []verdictCase) {
 // recorder is a test's CallTracker and report func: it keeps every call's
 // Begin and whether it ended, and every event.
 type recorder struct {
-	mu     sync.Mutex
-	calls  []*trackedCall
-	events []driver.HealthEvent
-	uuids  []string // each device's
+	mu         sync.Mutex
+	calls      []*trackedCall
+	events     []driver.HealthEvent
+	changed    chan struct{} // closed at the next call or event; nil until a wait asks
+	uuids      []string      // each device's
+	canceled   atomic.Bool   // the watch's ctx has ended
+	waitsAfter atomic.Int32  // waits begun once it had
 }
 
 type trackedCall struct {
@@ -85,15 +91,28 @@ type trackedCall struct {
 	ended   bool
 }
 
+// touch wakes the waits on r; r.mu is held.
+func (r *recorder) touch() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+}
+
 func (r *recorder) Begin(ordinal int, op string, _ time.Duration) func() {
+	if op == "nvmlEventSetWait_v2" && r.canceled.Load() {
+		r.waitsAfter.Add(1)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := &trackedCall{ordinal: ordinal, op: op}
 	r.calls = append(r.calls, c)
+	r.touch()
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		c.ended = true
+		r.touch()
 	}
 }
 
@@ -101,12 +120,31 @@ func (r *recorder) report(ev driver.HealthEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
+	r.touch()
+}
+
+// until waits, without polling, until ok holds of what r has seen.
+func (r *recorder) until(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	childtest.Until(t, what, func() (bool, <-chan struct{}) {
+		r.mu.Lock()
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		return ok(), changed
+	})
 }
 
 // of returns the events of kind for ordinal so far.
 func (r *recorder) of(ordinal int, kind driver.HealthKind) []driver.HealthEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.ofLocked(ordinal, kind)
+}
+
+func (r *recorder) ofLocked(ordinal int, kind driver.HealthKind) []driver.HealthEvent {
 	var out []driver.HealthEvent
 	for _, ev := range r.events {
 		if ev.Ordinal == ordinal && ev.Kind == kind {
@@ -119,8 +157,7 @@ func (r *recorder) of(ordinal int, kind driver.HealthKind) []driver.HealthEvent 
 // nth waits for the nth (from 1) event of kind for ordinal and returns it.
 func (r *recorder) nth(t *testing.T, n, ordinal int, kind driver.HealthKind) driver.HealthEvent {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(r.of(ordinal, kind)) >= n }, 20*time.Second, time.Millisecond,
-		"event %d of kind %s on device %d", n, kind, ordinal)
+	r.until(t, fmt.Sprintf("event %d of kind %s on device %d", n, kind, ordinal), func() bool { return len(r.of(ordinal, kind)) >= n })
 	return r.of(ordinal, kind)[n-1]
 }
 
@@ -141,6 +178,10 @@ func (r *recorder) open() []trackedCall {
 func (r *recorder) count(op string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.countLocked(op)
+}
+
+func (r *recorder) countLocked(op string) int {
 	n := 0
 	for _, c := range r.calls {
 		if c.op == op {
@@ -150,12 +191,12 @@ func (r *recorder) count(op string) int {
 	return n
 }
 
-// watchDirectly initializes the backend and runs its WatchHealth with a
-// recorder, reading the counters every 20 ms (that is, after each wait)
-// where often is set, until the test ends; then it waits for the watch to
-// return unless hangs is set. It returns the recorder and each device's
-// UUID.
-func watchDirectly(t *testing.T, often, hangs bool) (*recorder, []string) {
+// watchDirectly initializes the backend and runs its WatchHealth, paced
+// as testTiming with the counters read every counters (afterEachWait, or
+// testTiming's hour: at the start alone), with a recorder until the test
+// ends; then it waits for the watch to return unless hangs is set. It
+// returns the recorder and each device's UUID.
+func watchDirectly(t *testing.T, counters time.Duration, hangs bool) (*recorder, []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, process.Init(ctx))
@@ -165,23 +206,25 @@ func watchDirectly(t *testing.T, often, hangs bool) (*recorder, []string) {
 		require.NoError(t, err)
 		uuids[i] = info.UUID
 	}
-	if often {
-		countersEvery = 20 * time.Millisecond
-	}
+	timing := testTiming
+	timing.counters = counters
 	rec := &recorder{uuids: uuids}
 	done := make(chan error, 1)
-	go func() { done <- process.WatchHealth(driver.WithCallTracker(ctx, rec), rec.report) }()
+	go func() { done <- paced(timing).WatchHealth(driver.WithCallTracker(ctx, rec), rec.report) }()
 	t.Cleanup(func() {
 		cancel()
+		rec.canceled.Store(true) // after cancel: a wait begun since began after it
 		if hangs {
 			return // the watch's goroutine stays in the hung call, as in a Runtime that abandons it
 		}
 		select {
 		case err := <-done:
 			assert.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("the watch did not return within 10 s of its ctx's end")
+		case <-time.After(time.Minute): // a bound on a hang
+			t.Error("the watch did not return after its ctx's end")
 		}
+		assert.LessOrEqual(t, rec.waitsAfter.Load(), int32(1),
+			"the watch returns within one wait of its ctx's end: the one it may have begun as the ctx ended")
 		assert.Empty(t, rec.open(), "every call began has ended")
 	})
 	return rec, uuids
@@ -195,7 +238,7 @@ func inject(t *testing.T, words ...string) {
 
 func TestChildRecoveryAction(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, false, false) // counters every 30 s: only the event reads the action again
+	rec, uuids := watchDirectly(t, time.Hour, false) // counters at the start: only the event reads the action again
 	for ordinal := range uuids {
 		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
 		assert.Equal(t, driver.HealthInform, ev.Action, "none at the start")
@@ -235,7 +278,7 @@ func TestChildRecoveryAction(t *testing.T) {
 
 func TestChildRecoveryOnXid154(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, false, false)
+	rec, uuids := watchDirectly(t, time.Hour, false)
 	rec.nth(t, 1, 0, driver.HealthRecovery)
 	inject(t, "recovery", uuids[0], "1", "0") // the value changes, with no recovery-action event
 	inject(t, "xid", uuids[0], "154")
@@ -249,7 +292,7 @@ func TestChildRecoveryOnXid154(t *testing.T) {
 
 func TestChildRecoveryAtStart(t *testing.T) {
 	child(t)
-	rec, _ := watchDirectly(t, false, false)
+	rec, _ := watchDirectly(t, time.Hour, false)
 	for ordinal := range 2 {
 		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
 		assert.Equal(t, driver.HealthLose, ev.Action)
@@ -261,7 +304,7 @@ func TestChildRecoveryAtStart(t *testing.T) {
 
 func TestChildGPUUnavailable(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, false, false)
+	rec, uuids := watchDirectly(t, time.Hour, false)
 	rec.nth(t, 1, 1, driver.HealthRecovery)
 	inject(t, "unavailable", uuids[1])
 	ev := rec.nth(t, 1, 1, driver.HealthReset)
@@ -276,17 +319,22 @@ func TestChildGPUUnavailable(t *testing.T) {
 // per counters read and no more.
 func TestChildVerdictsUnsupported(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, true, false)
+	rec, uuids := watchDirectly(t, afterEachWait, false)
 	rec.nth(t, 3, 0, driver.HealthRead)
 	inject(t, "recovery", uuids[0], "2") // its event where this NVML has it; the field still cannot say
 	inject(t, "xid", uuids[0], "13")
 	assert.Equal(t, 13, rec.nth(t, 1, 0, driver.HealthXid).Code, "the watch watches")
-	reads := len(rec.of(0, driver.HealthRead)) + len(rec.of(1, driver.HealthRead))
+	// The reads and the field's calls are counted at one instant: the
+	// watch reads on meanwhile.
+	rec.mu.Lock()
+	reads := len(rec.ofLocked(0, driver.HealthRead)) + len(rec.ofLocked(1, driver.HealthRead))
+	fieldCalls := rec.countLocked("nvmlDeviceGetFieldValues")
+	rec.mu.Unlock()
 	assert.Empty(t, rec.of(0, driver.HealthRecovery))
 	assert.Empty(t, rec.of(1, driver.HealthRecovery))
 	assert.Empty(t, rec.of(0, driver.HealthFabric), "no fabric here")
 	if os.Getenv("WANT_FIELD_CALLS") != "" {
-		assert.LessOrEqual(t, rec.count("nvmlDeviceGetFieldValues"), reads+3,
+		assert.LessOrEqual(t, fieldCalls, reads+3,
 			"one field read per counters read, and one for the event: no retry loop")
 	} else {
 		assert.Empty(t, rec.of(0, driver.HealthReplay), "no replay counter in this NVML")
@@ -296,7 +344,7 @@ func TestChildVerdictsUnsupported(t *testing.T) {
 
 func TestChildRemapVerdict(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, true, false)
+	rec, uuids := watchDirectly(t, afterEachWait, false)
 	ev := rec.nth(t, 1, 0, driver.HealthRemap)
 	assert.Equal(t, driver.HealthInform, ev.Action, "neither pending nor failed at the start")
 	for i, c := range []struct {
@@ -334,15 +382,15 @@ func TestChildRemapVerdict(t *testing.T) {
 
 func TestChildReplays(t *testing.T) {
 	child(t)
-	rec, uuids := watchDirectly(t, true, false)
+	rec, uuids := watchDirectly(t, afterEachWait, false)
 	ev := rec.nth(t, 1, 1, driver.HealthReplay)
 	assert.Equal(t, driver.HealthInform, ev.Action)
 	assert.Equal(t, 3, ev.Code)
 	inject(t, "replays", uuids[1], "42")
-	require.Eventually(t, func() bool {
+	rec.until(t, "42 replays read", func() bool {
 		all := rec.of(1, driver.HealthReplay)
 		return all[len(all)-1].Code == 42
-	}, 20*time.Second, time.Millisecond)
+	})
 	reads := rec.of(1, driver.HealthRead)
 	require.NotNil(t, reads[len(reads)-1].Counters.PCIeReplays)
 	assert.Equal(t, uint64(42), *reads[len(reads)-1].Counters.PCIeReplays)
