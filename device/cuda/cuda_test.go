@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,20 +61,28 @@ func skipIfLinked(t *testing.T) {
 }
 
 func TestOverTheFakeDriver(t *testing.T) {
-	env, log := fake(t, fakedriver.CUDA)
-	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
+	env, _ := fake(t, fakedriver.CUDA)
+	env = slices.Clip(env) // the parallel subtests append to it
+	t.Run("contract and exact device facts", func(t *testing.T) { t.Parallel(); runChild(t, "TestChildDevices", env...) })
 	t.Run("nothing loaded before Init, only the version read before cuInit", func(t *testing.T) {
-		log.Reset(t)
+		t.Parallel()
+		env, log := fake(t, fakedriver.CUDA) // a log of its own
 		runChild(t, "TestChildLaziness", env...)
 		lines := log.Lines(t)
 		require.GreaterOrEqual(t, len(lines), 2)
 		assert.Equal(t, []string{"cuDriverGetVersion", "cuInit"}, lines[:2], "the calls before cuInit")
 	})
-	t.Run("a MIG instance's UUID", func(t *testing.T) { runChild(t, "TestChildMIG", append(env, "GPUINIT_FAKE_CUDA_MIG=1")...) })
+	t.Run("a MIG instance's UUID", func(t *testing.T) {
+		t.Parallel()
+		runChild(t, "TestChildMIG", append(env, "GPUINIT_FAKE_CUDA_MIG=1")...)
+	})
 	t.Run("a negative device count is the same error for every runtime", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildNegativeCount", append(env, "GPUINIT_FAKE_CUDA_COUNT=-1")...)
 	})
 	t.Run("without libcurand, generators are unsupported (in both build modes: cuRAND is always loaded at run time)", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildNoCurand", append(env, EnvCurandLibrary+"=/nonexistent/libcurand.so.10")...)
 	})
 }
@@ -159,6 +168,7 @@ func TestChildNoCurand(t *testing.T) {
 }
 
 func TestMissingLibraryIsDriverNotFound(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	skipIfLinked(t)
 	runChild(t, "TestChildMissingLibrary", EnvLibrary+"=/nonexistent/libcuda.so.1")
 }
@@ -178,6 +188,7 @@ func TestChildMissingLibrary(t *testing.T) {
 }
 
 func TestMissingSymbolIsDriverMismatchNamingIt(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	skipIfLinked(t)
 	env, _ := fake(t, fakedriver.Library{Source: "fakecuda.c", Soname: "libcuda.so.1",
 		Defines: []string{"GPUINIT_FAKE_CUDA_OMIT_cuDeviceTotalMem_v2"}})
@@ -202,6 +213,7 @@ func TestChildMissingSymbol(t *testing.T) {
 // after reporting its version; on a GPU host, the real thing, with every
 // device check and the device generator against rng/philox.
 func TestRealDriver(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	out, skipped := startChild(t, "TestChildRealDriver")
 	if skipped {
 		t.Skipf("no NVIDIA driver library here:\n%s", out)

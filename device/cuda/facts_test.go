@@ -46,6 +46,7 @@ const (
 )
 
 func TestMemoryInfo(t *testing.T) {
+	t.Parallel() // its children have files of their own (its subtests share logs: one at a time)
 	env, log := fake(t, fakedriver.CUDA)
 	env = append(env, fakeMeminfo(t))
 	t.Run("discrete through NVML, matched by UUID though NVML numbers the GPUs the other way; integrated from the host's MemAvailable", func(t *testing.T) {
@@ -238,6 +239,7 @@ func TestChildMemoryIntegratedUnknown(t *testing.T) {
 }
 
 func TestDoRestoresTheThreadsContext(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, log := fake(t, fakedriver.CUDA)
 	log.Reset(t)
 	runChild(t, "TestChildDo", env...)
@@ -265,6 +267,7 @@ func TestChildDo(t *testing.T) {
 }
 
 func TestDriverFloor(t *testing.T) {
+	t.Parallel() // its children have files of their own (its subtests share a log: one at a time)
 	env, log := fake(t, fakedriver.CUDA)
 	t.Run("a driver older than the backend's floor", func(t *testing.T) {
 		log.Reset(t)
@@ -304,6 +307,7 @@ func TestChildDriverFloor(t *testing.T) {
 // TestFailureCatalogue reproduces, through the fake driver, the bring-up
 // failures production hosts see, and checks that each says what to do.
 func TestFailureCatalogue(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	env, _ := fake(t, fakedriver.CUDA)
 	for _, tc := range []struct {
 		name     string
@@ -323,6 +327,7 @@ func TestFailureCatalogue(t *testing.T) {
 		{"nvidia_uvm after suspend", []string{"GPUINIT_FAKE_CUDA_INIT=999"}, 999, "", "reload nvidia_uvm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			childEnv := append(append([]string{}, env...), tc.env...)
 			childEnv = append(childEnv, fmt.Sprintf("WANT_CODE=%d", tc.code), "WANT_SENTINEL="+tc.sentinel, "WANT_HINT="+tc.hint)
 			runChild(t, "TestChildCatalogue", childEnv...)
@@ -350,6 +355,7 @@ func TestChildCatalogue(t *testing.T) {
 // TestGeneratorKeepsItsDeviceBuffer: Generate allocates device memory only
 // when a draw needs more than it has, and Close frees it.
 func TestGeneratorKeepsItsDeviceBuffer(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, log := fake(t, fakedriver.CUDA)
 	log.Reset(t)
 	runChild(t, "TestChildGeneratorBuffer", env...)

@@ -20,6 +20,7 @@ import (
 // TestMessagesThatFitTheCase: what each loading and init failure says is true
 // for its case, and its advice fits it.
 func TestMessagesThatFitTheCase(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	skipIfLinked(t)
 	env, _ := fake(t, fakedriver.CUDA)
 	emptyProc, emptyDev := t.TempDir(), t.TempDir()
@@ -41,7 +42,7 @@ func TestMessagesThatFitTheCase(t *testing.T) {
 			EnvLibrary+"="+second, "WANT=second"), "TestChildMessages"},
 		{"the same libcuda the engine loaded is used", append(env, "PRELOAD="+envValue(env, EnvLibrary), "WANT=same"), "TestChildMessages"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runChild(t, tc.child, tc.env...) })
+		t.Run(tc.name, func(t *testing.T) { t.Parallel(); runChild(t, tc.child, tc.env...) })
 	}
 }
 

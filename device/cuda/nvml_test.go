@@ -19,6 +19,7 @@ import (
 // symbol binds; an optional one a driver lacks (the recovery action's field
 // API is R570's) is listed, and its signals stay unknown.
 func TestRealNVML(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	out, skipped := startChild(t, "TestChildRealNVML", EnvNVMLLibrary+"=")
 	if skipped {
 		t.Skipf("no libnvidia-ml here:\n%s", out)
