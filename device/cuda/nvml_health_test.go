@@ -238,18 +238,23 @@ func TestVerdictsThroughARuntime(t *testing.T) {
 	}
 }
 
-// TestChildVerdict: the verdict CASE_VERDICT holds by the time the watch
-// begins its second wait after the line is appended: the wait in flight, or
-// the first begun after the append, takes the line (an event is reported
-// before the next wait begins; a state is read by the counters read after
-// that wait, which reads them after each one). Measured in the watch's
-// rounds, not on a clock that load stretches. A hung call has no next
-// round: the test waits for the monitor to name it.
+// TestChildVerdict: the verdict CASE_VERDICT follows the line, measured in
+// the watch's rounds, not on a clock that load stretches. An event is taken
+// by a wait of an hour in flight, so only the event itself, reported at
+// once, can bring the verdict. A polled state holds by the time the watch
+// begins its second wait after the line is appended: the wait in flight,
+// or the first begun after the append, takes the line, and the counters
+// read after that wait (they are read after each one) sees it. A hung call
+// has no next round: the test waits for the monitor to name it.
 func TestChildVerdict(t *testing.T) {
 	child(t)
 	want := os.Getenv("CASE_VERDICT")
+	event := os.Getenv("CASE_POLLED") != "true" && want != "unknown"
 	timing := testTiming
 	timing.counters = afterEachWait
+	if event {
+		timing = xidTiming
+	}
 	var (
 		rt       atomic.Pointer[device.Runtime]
 		appended atomic.Bool
@@ -299,11 +304,14 @@ func TestChildVerdict(t *testing.T) {
 	start := time.Now()
 	appendEvents(t, line(os.Getenv("CASE_LINES"))+"\n")
 	appended.Store(true)
-	if want == "unknown" {
+	switch {
+	case want == "unknown":
 		wait("unknown, naming "+hung, func(d device.DeviceHealth) bool {
 			return d.Verdict == driver.VerdictUnknown && d.HungCall == hung
 		})
-	} else {
+	case event:
+		wait(want+", by the event", func(d device.DeviceHealth) bool { return d.Verdict.String() == want })
+	default:
 		select {
 		case held := <-inRound:
 			assert.True(t, held, "%s by the watch's second wait after the line", want)
@@ -337,6 +345,9 @@ func TestChildVerdict(t *testing.T) {
 	if c := os.Getenv("CASE_CLEAR"); c != "" {
 		appendEvents(t, line(c)+"\n")
 		wait("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy })
+	}
+	if event {
+		parkWatch(t, r)
 	}
 }
 

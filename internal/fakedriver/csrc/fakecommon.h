@@ -146,7 +146,7 @@ static inline struct fake_lines fake_lines_watch(const char *env) {
 static inline void fake_lines_wait(struct fake_lines *w, unsigned long ms) {
 	if (w->fd < 0 && w->has_file && ms > 2) ms = 2; // no watch: look again soon
 	struct pollfd p = {w->fd, POLLIN, 0};
-	if (poll(&p, w->fd >= 0 ? 1 : 0, ms > 60000 ? 60000 : (int)ms) > 0) {
+	if (poll(&p, w->fd >= 0 ? 1 : 0, ms > 600000 ? 600000 : (int)ms) > 0) {
 		char buf[4096];
 		while (read(w->fd, buf, sizeof buf) > 0) {
 		}
