@@ -209,7 +209,11 @@ func TestChildXidCounted(t *testing.T) {
 	child(t)
 	r, inject := watchedRuntime(t, paced(testTiming))
 	inject("xid", 0, "13")
-	until(t, r, "the Xid is counted", func(st device.Stats) bool { return st.Health[0].Counted["xid 13"] == 1 })
+	// The device's health counts it, then the Runtime's ErrorCounts (each a
+	// change of its own): wait for both.
+	until(t, r, "the Xid is counted", func(st device.Stats) bool {
+		return st.Health[0].Counted["xid 13"] == 1 && st.ErrorCounts[0] > 0
+	})
 	assert.Empty(t, r.Stats().Lost)
 	assert.NoError(t, r.CheckDevice(0))
 	assert.Equal(t, map[int]int64{0: 1}, r.Stats().ErrorCounts)
