@@ -367,7 +367,7 @@ func TestTheWatchUsesLittleCPUWhileNothingHappens(t *testing.T) {
 }
 
 // TestChildWatchCPU runs the watch as productionTiming does, scaled down:
-// the same calls, a wait of 20 ms for its second and the counters every 30
+// the same calls, a wait of 10 ms for its second and the counters every 30
 // waits, as every 30 s. It measures the process's CPU time over a minute's
 // worth of rounds (60 waits, between the starts of two), taken on the
 // watch's goroutine as each wait begins. That is safe under load: other
@@ -378,7 +378,7 @@ func TestChildWatchCPU(t *testing.T) {
 	child(t)
 	const rounds = 60 // a minute of productionTiming's waits
 	timing := productionTiming
-	timing.wait = 20 * time.Millisecond
+	timing.wait = 10 * time.Millisecond
 	timing.counters = timing.wait * (productionTiming.counters / productionTiming.wait)
 	var (
 		waits int // on the watch's goroutine alone, as from is
