@@ -30,7 +30,9 @@ var process = &Backend{}
 // Backend is the HIP runtime, loaded at the first Init. Its methods are safe
 // for concurrent use; the runtime's state is the process's, so every Backend
 // value shares it, and Init's result is memoized for the process.
-type Backend struct{}
+type Backend struct {
+	timing *watchTiming // the health watch's pacing; nil: productionTiming (a test's Backend sets its own)
+}
 
 // state is what the first Init learned, published as it learns it: the
 // library, then, once hipInit and the device queries succeeded, the

@@ -39,7 +39,7 @@ import (
 // has either, the watch returns an error wrapping driver.ErrNotSupported at
 // once. Every ROCm SMI call goes through driver.TrackCall. Between reads and
 // waits the watch uses no CPU.
-func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
 	s := state.ready.Load()
 	if s == nil {
 		return codeError("WatchHealth", 3)
@@ -48,6 +48,7 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 	if err != nil {
 		return err
 	}
+	smiWait := b.watchTiming().smiWait
 	events := startSMI(ctx, s.busIDs, report)
 	defer events.stop(ctx)
 	sys := hostfs.Sys()
@@ -83,7 +84,7 @@ func (*Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)
 			until = time.Hour // events alone: the wait below is all there is
 		}
 		if events != nil {
-			events.wait(ctx, int(min(until, smiWaitMillis*time.Millisecond)/time.Millisecond), report)
+			events.wait(ctx, int(min(until, smiWait)/time.Millisecond), report)
 			continue
 		}
 		t := time.NewTimer(until)

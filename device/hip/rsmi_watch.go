@@ -14,12 +14,28 @@ import (
 )
 
 const (
-	// smiWaitMillis bounds one rsmi_event_notification_get: the watch
-	// blocks in it, using no CPU, and looks at its context between two.
-	smiWaitMillis = 500
-	smiRoom       = 16 // entries one get may return
-	rsmiNoData    = 14 // RSMI_STATUS_NO_DATA: the get timed out with nothing
+	smiRoom    = 16 // entries one get may return
+	rsmiNoData = 14 // RSMI_STATUS_NO_DATA: the get timed out with nothing
 )
+
+// watchTiming paces the health watch. smiWait bounds one
+// rsmi_event_notification_get: the watch blocks in it, using no CPU, and
+// looks at its context between two; after a get that failed, it waits as
+// long before the next. The RAS period is the user's (GPUINIT_RAS_PERIOD).
+type watchTiming struct {
+	smiWait time.Duration
+}
+
+// productionTiming is every Backend's, unless a test gave its own.
+var productionTiming = watchTiming{smiWait: 500 * time.Millisecond}
+
+// watchTiming is b's timing: productionTiming unless a test set its own.
+func (b *Backend) watchTiming() watchTiming {
+	if b != nil && b.timing != nil {
+		return *b.timing
+	}
+	return productionTiming
+}
 
 // smiOwned is whether a watch of this process holds ROCm SMI's events. The
 // library keeps one notification stream per device for the process, and a

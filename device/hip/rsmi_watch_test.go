@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,8 +38,10 @@ func smiHost(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []st
 
 // recorder is a driver.CallTracker that keeps every call it was told of.
 type recorder struct {
-	mu    sync.Mutex
-	calls []tracked
+	mu        sync.Mutex
+	calls     []tracked
+	canceled  atomic.Bool  // the watch's ctx has ended
+	getsAfter atomic.Int32 // gets begun once it had
 }
 
 type tracked struct {
@@ -47,6 +51,9 @@ type tracked struct {
 }
 
 func (r *recorder) Begin(ordinal int, op string, _ time.Duration) func() {
+	if op == "rsmi_event_notification_get" && r.canceled.Load() {
+		r.getsAfter.Add(1)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := len(r.calls)
@@ -60,13 +67,15 @@ func (r *recorder) snapshot() []tracked {
 	return slices.Clone(r.calls)
 }
 
-// watchRun is one WatchHealth of the process's backend, running.
+// watchRun is one WatchHealth of the process's backend, paced as
+// testTiming, running.
 type watchRun struct {
-	cancel context.CancelFunc
-	done   chan error
-	calls  *recorder
-	mu     sync.Mutex
-	events []driver.HealthEvent
+	cancel  context.CancelFunc
+	done    chan error
+	calls   *recorder
+	mu      sync.Mutex
+	events  []driver.HealthEvent
+	changed chan struct{} // closed at the next event; nil until a wait asks
 }
 
 // startWatch initializes the backend and runs its WatchHealth with a
@@ -76,9 +85,20 @@ func startWatch(t *testing.T) *watchRun {
 	require.NoError(t, process.Init(context.Background()))
 	w := &watchRun{done: make(chan error, 1), calls: &recorder{}}
 	ctx, cancel := context.WithCancel(driver.WithCallTracker(context.Background(), w.calls))
-	w.cancel = cancel
+	w.cancel = func() {
+		cancel()
+		w.calls.canceled.Store(true) // after cancel: a get begun since began after it
+	}
 	go func() {
-		w.done <- process.WatchHealth(ctx, func(ev driver.HealthEvent) { w.mu.Lock(); w.events = append(w.events, ev); w.mu.Unlock() })
+		w.done <- paced(testTiming).WatchHealth(ctx, func(ev driver.HealthEvent) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.events = append(w.events, ev)
+			if w.changed != nil {
+				close(w.changed)
+				w.changed = nil
+			}
+		})
 	}()
 	t.Cleanup(cancel)
 	return w
@@ -90,19 +110,25 @@ func (w *watchRun) seen() []driver.HealthEvent {
 	return slices.Clone(w.events)
 }
 
-// waitFor waits until an event that match accepts was reported, and returns it.
+// waitFor waits, without polling, until an event that match accepts was
+// reported, and returns it.
 func (w *watchRun) waitFor(t *testing.T, what string, match func(driver.HealthEvent) bool) driver.HealthEvent {
 	t.Helper()
 	var got driver.HealthEvent
-	require.Eventually(t, func() bool {
-		for _, ev := range w.seen() {
+	childtest.Until(t, what, func() (bool, <-chan struct{}) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, ev := range w.events {
 			if match(ev) {
 				got = ev
-				return true
+				return true, nil
 			}
 		}
-		return false
-	}, 10*time.Second, time.Millisecond, "%s; reported: %+v", what, w.seen())
+		if w.changed == nil {
+			w.changed = make(chan struct{})
+		}
+		return false, w.changed
+	})
 	return got
 }
 
@@ -116,8 +142,10 @@ func appendLine(t *testing.T, file, line string) {
 }
 
 func TestSMIEvents(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	for _, layout := range []string{"5.2", "6.1", "kernel"} {
 		t.Run("each event reaches its device, as ROCm "+layout+" lays it out", func(t *testing.T) {
+			t.Parallel()
 			env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_LAYOUT="+layout)
 			runChild(t, "TestChildSMIEvents", env...)
 		})
@@ -171,6 +199,7 @@ func TestChildSMIEvents(t *testing.T) {
 }
 
 func TestSMIUnwatched(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	omitGet := fakedriver.Library{Source: "fakerocmsmi.c", Soname: "librocm_smi64.so.7", Defines: []string{"GPUINIT_FAKE_RSMI_OMIT_rsmi_event_notification_get"}}
 	for _, c := range []struct {
 		name string
@@ -191,6 +220,7 @@ func TestSMIUnwatched(t *testing.T) {
 			[]string{"rsmi_event_notification_init answered 3 RSMI_STATUS_FILE_ERROR"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			env, _, log := smiHost(t, c.lib, append(c.env, "WANT="+strings.Join(c.want, "|"))...)
 			runChild(t, "TestChildSMIUnwatched", env...)
 			started := len(log.Lines(t, "rsmi_init"))
@@ -227,13 +257,15 @@ func TestChildSMIUnwatched(t *testing.T) {
 	select {
 	case err := <-w.done:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a bound on a hang
 		t.Fatal("the watch did not return after its ctx ended")
 	}
 }
 
 func TestSMIWatchEnds(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	t.Run("ctx's end stops each device's notifications and shuts ROCm SMI down, promptly", func(t *testing.T) {
+		t.Parallel()
 		env, _, log := smiHost(t, fakedriver.ROCMSMI)
 		runChild(t, "TestChildSMIStop", env...)
 		assert.ElementsMatch(t, []string{"rsmi_event_notification_stop 0", "rsmi_event_notification_stop 1"}, log.Lines(t, "rsmi_event_notification_stop"))
@@ -243,6 +275,7 @@ func TestSMIWatchEnds(t *testing.T) {
 		assert.ElementsMatch(t, []string{"mask 0 0xf", "mask 1 0xf"}, log.Lines(t, "mask"), "5.2.3: events 1 to 4")
 	})
 	t.Run("a failing wait is a watch error, and the watch waits again", func(t *testing.T) {
+		t.Parallel()
 		env, _, _ := smiHost(t, fakedriver.ROCMSMI)
 		runChild(t, "TestChildSMIWaitError", env...)
 	})
@@ -254,16 +287,16 @@ func TestChildSMIStop(t *testing.T) {
 	w.waitFor(t, "watching", func(ev driver.HealthEvent) bool { return ev.Kind == driver.HealthWatching })
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(w.calls.snapshot(), func(c tracked) bool { return c.op == "rsmi_event_notification_get" })
-	}, 10*time.Second, time.Millisecond, "the watch waits for events")
+	}, time.Minute, 5*time.Millisecond, "the watch waits for events")
 	w.cancel()
-	start := time.Now()
 	select {
 	case err := <-w.done:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a bound on a hang
 		t.Fatal("the watch did not return after its ctx ended")
 	}
-	assert.Less(t, time.Since(start), 2*time.Second, "within one wait (%dms) and the stops", smiWaitMillis)
+	assert.LessOrEqual(t, w.calls.getsAfter.Load(), int32(1),
+		"it returns within one get of its ctx's end (the one it may have begun as the ctx ended), then stops")
 	for _, c := range w.calls.snapshot() {
 		assert.True(t, c.ended, "%s on %d ended", c.op, c.ordinal)
 	}
@@ -282,8 +315,10 @@ func TestChildSMIWaitError(t *testing.T) {
 }
 
 func TestSMIHungCall(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
 	for _, op := range []string{"rsmi_init", "rsmi_event_notification_init", "rsmi_event_notification_get"} {
 		t.Run(op+" that never returns is tracked, and never ended", func(t *testing.T) {
+			t.Parallel()
 			env, _, log := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_HANG="+op, "WANT_OP="+op)
 			runChild(t, "TestChildSMIHungCall", env...)
 			assert.Equal(t, []string{op + " hang"}, log.Lines(t, op+" hang"), "the fake hung in it")
@@ -295,10 +330,9 @@ func TestChildSMIHungCall(t *testing.T) {
 	child(t)
 	w := startWatch(t)
 	op := os.Getenv("WANT_OP")
-	require.Eventually(t, func() bool {
-		return slices.ContainsFunc(w.calls.snapshot(), func(c tracked) bool { return c.op == op })
-	}, 10*time.Second, time.Millisecond, "the watch calls %s", op)
-	time.Sleep(100 * time.Millisecond) // a call that returned would have ended by now; this one cannot
+	log := fakedriver.CallLog(os.Getenv("GPUINIT_FAKE_RSMI_LOG"))
+	require.Eventually(t, func() bool { return len(log.Lines(t, op+" hang")) == 1 }, time.Minute, 5*time.Millisecond,
+		"the fake hangs in %s", op) // once it does, the call cannot return
 	calls := w.calls.snapshot()
 	i := slices.IndexFunc(calls, func(c tracked) bool { return c.op == op })
 	assert.False(t, calls[i].ended, "%s is still in the driver", op)
@@ -314,6 +348,7 @@ func TestChildSMIHungCall(t *testing.T) {
 }
 
 func TestSMIRingHangLosesTheDevice(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_LAYOUT=6.1")
 	runChild(t, "TestChildSMIRingHang", env...)
 }
@@ -324,13 +359,15 @@ func TestChildSMIRingHang(t *testing.T) {
 	child(t)
 	setRAS(t, "0000:c1:00.0", 0, 0) // RAS, reported after the events, is what marks both watched
 	setRAS(t, "0000:03:00.0", 0, 0)
-	r := device.New(process)
+	r := device.New(paced(testTiming))
 	t.Cleanup(func() { assert.NoError(t, r.Shutdown(context.Background())) })
 	require.NoError(t, r.Init(context.Background()))
-	require.Eventually(t, func() bool { h := r.Stats().Health; return len(h) == 2 && h[0].Watched && h[1].Watched },
-		10*time.Second, time.Millisecond)
+	until(t, r, "both devices are watched", func(st device.Stats) bool {
+		h := st.Health
+		return len(h) == 2 && h[0].Watched && h[1].Watched
+	})
 	appendLine(t, os.Getenv("SMI_EVENTS"), "0000:c1:00.0 5 gfx_0.0.0-timeout")
-	require.Eventually(t, func() bool { return r.CheckDevice(0) != nil }, 10*time.Second, time.Millisecond)
+	until(t, r, "device 0 is lost", func(device.Stats) bool { return r.CheckDevice(0) != nil })
 	assert.ErrorIs(t, r.CheckDevice(0), device.ErrDeviceLost)
 	assert.ErrorContains(t, r.CheckDevice(0), "a ring (a GPU queue) hung")
 	assert.NoError(t, r.CheckDevice(1))
@@ -339,6 +376,7 @@ func TestChildSMIRingHang(t *testing.T) {
 // TestRealSMI binds whatever librocm_smi64 the loader finds beside the fake
 // HIP: in CI's hip leg Debian's 5.2.3, whose rsmi_init fails with no GPU.
 func TestRealSMI(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, _ := fakeHost(t, fakedriver.HIP, EnvSMILibrary+"=")
 	out, skipped := startChild(t, "TestChildRealSMI", env...)
 	if skipped {
