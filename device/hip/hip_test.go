@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -72,10 +73,13 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 }
 
 func TestOverTheFakeRuntime(t *testing.T) {
-	env, log := fakeHost(t, fakedriver.HIP)
-	t.Run("contract and exact device facts", func(t *testing.T) { runChild(t, "TestChildDevices", env...) })
+	t.Parallel() // each case runs in a child of its own, with its own fakes' files
+	env, _ := fakeHost(t, fakedriver.HIP)
+	env = slices.Clip(env) // the parallel subtests append to it
+	t.Run("contract and exact device facts", func(t *testing.T) { t.Parallel(); runChild(t, "TestChildDevices", env...) })
 	t.Run("nothing loaded or initialized before Init", func(t *testing.T) {
-		log.Reset(t)
+		t.Parallel()
+		env, log := fakeHost(t, fakedriver.HIP) // a log of its own
 		runChild(t, "TestChildLaziness", env...)
 		calls := log.Lines(t)
 		require.NotEmpty(t, calls)
@@ -83,41 +87,50 @@ func TestOverTheFakeRuntime(t *testing.T) {
 		assert.Empty(t, log.Lines(t, "implicit-init"), "no other call started the runtime")
 	})
 	t.Run("a generator keeps its device buffer until a draw needs more, and Close frees it", func(t *testing.T) {
-		log.Reset(t)
+		t.Parallel()
+		env, log := fakeHost(t, fakedriver.HIP) // a log of its own
 		runChild(t, "TestChildGeneratorBuffer", env...)
 		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*drawbuf.MaxValues), "hipFree"},
 			log.Lines(t, "hipMalloc", "hipFree"),
 			"16 values three times, then 8, then 32, then 2 buffers' worth and 8: grown to its bound and no further")
 	})
 	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
 	})
 	t.Run("no device: the hint names /dev/kfd and the variable that hides every GPU", func(t *testing.T) {
+		t.Parallel()
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", hostfs.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
 	})
 	t.Run("no device, found by hipGetDeviceCount after hipInit succeeded", func(t *testing.T) {
+		t.Parallel()
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_DEVICES=0", "GPUINIT_FAKE_HIP_INIT=0",
 			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", hostfs.EnvDevRoot+"="+noKFD)...) // -1 would fail hipInit itself
 	})
 	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildMemory", env...)
 	})
 	t.Run("Do makes the device current and puts the thread's back", func(t *testing.T) {
-		log.Reset(t)
+		t.Parallel()
+		env, log := fakeHost(t, fakedriver.HIP) // a log of its own
 		runChild(t, "TestChildDo", env...)
 		current := log.Lines(t, "current ")
 		assert.Equal(t, []string{"current 1", "current 0", "current 1", "current 0", "current 1", "current 0"}, current,
 			"Do(1) around Do(0), each restoring; then Do(1) whose fn panics, restoring too")
 	})
 	t.Run("a gfx target the ROCm libraries have no code for", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildUnsupportedTarget", append(env, "GPUINIT_FAKE_HIPRAND_FAIL=201")...)
 	})
 	t.Run("too old for the server's floor", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildFloor", append(env, "GPUINIT_FAKE_HIP_VERSION=50221153")...)
 	})
 	t.Run("a negative device count is the same error for every runtime", func(t *testing.T) {
+		t.Parallel()
 		runChild(t, "TestChildNegativeCount", append(env, "GPUINIT_FAKE_HIP_COUNT=-3")...)
 	})
 }
@@ -259,6 +272,7 @@ func TestChildFloor(t *testing.T) {
 }
 
 func TestMissingLibraryIsDriverNotFound(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	runChild(t, "TestChildMissingLibrary", EnvLibrary+"=/nonexistent/libamdhip64.so.6")
 }
 
@@ -275,6 +289,7 @@ func TestChildMissingLibrary(t *testing.T) {
 }
 
 func TestMissingSymbolIsDriverMismatchNamingIt(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, _ := fakeHost(t, fakedriver.Library{Source: "fakehip.c", Soname: "libamdhip64.so.6",
 		Defines: []string{"GPUINIT_FAKE_HIP_OMIT_hipDeviceGetPCIBusId"}})
 	runChild(t, "TestChildMissingSymbol", env...)
@@ -290,6 +305,7 @@ func TestChildMissingSymbol(t *testing.T) {
 }
 
 func TestWithoutHiprandGeneratorsAreUnsupported(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	env, _ := fakeHost(t, fakedriver.HIP, EnvHiprandLibrary+"=/nonexistent/libhiprand.so.1")
 	runChild(t, "TestChildNoHiprand", env...)
 }
@@ -309,6 +325,7 @@ func TestChildNoHiprand(t *testing.T) {
 // GPUINIT_HIP_LIBRARY names): in CI's hip leg, Debian's HIP 5.2, which without
 // /dev/kfd answers hipInit with 101; on a ROCm host, the real thing.
 func TestRealRuntime(t *testing.T) {
+	t.Parallel() // its child has files of its own
 	out, skipped := startChild(t, "TestChildRealRuntime")
 	if skipped {
 		t.Skipf("no HIP runtime here:\n%s", out)
