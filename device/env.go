@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
@@ -18,12 +18,12 @@ var deviceEnv = []driver.EnvVar{
 	{Name: envPreflight, Doc: "the preflight (device.Preflight): off, on, or each child's deadline such as 30s; it overrides only what it names of the code's own setting",
 		Default: "the code's setting: off unless the code turns it on",
 		Check:   func(string) error { _, err := preflightFromEnv(nil); return err }},
-	{Name: hostfs.EnvDevRoot, Doc: "the directory that holds the host's device nodes, for a container that mounts them elsewhere",
-		Default: "/dev", Check: directory(hostfs.EnvDevRoot)},
-	{Name: hostfs.EnvSysfsRoot, Doc: "the directory that holds the host's sysfs (the KFD topology, the PCI devices)",
-		Default: "/sys", Check: directory(hostfs.EnvSysfsRoot)},
-	{Name: hostfs.EnvProcRoot, Doc: "the directory that holds the host's procfs (/proc/driver/nvidia, /proc/meminfo)",
-		Default: "/proc", Check: directory(hostfs.EnvProcRoot)},
+	{Name: host.EnvDevRoot, Doc: "the directory that holds the host's device nodes, for a container that mounts them elsewhere",
+		Default: "/dev", Check: directory(host.EnvDevRoot)},
+	{Name: host.EnvSysfsRoot, Doc: "the directory that holds the host's sysfs (the KFD topology, the PCI devices)",
+		Default: "/sys", Check: directory(host.EnvSysfsRoot)},
+	{Name: host.EnvProcRoot, Doc: "the directory that holds the host's procfs (/proc/driver/nvidia, /proc/meminfo)",
+		Default: "/proc", Check: directory(host.EnvProcRoot)},
 }
 
 // notSettings are the GPUINIT_* variables that are no settings of a user's,

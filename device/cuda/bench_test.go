@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/hostmem"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 )
 
@@ -134,7 +134,7 @@ func BenchmarkMemoryInfo(b *testing.B) {
 	}{
 		{"nvml-call", "MemoryInfo", 0, false, false, func() error { _, _, err := nvmlMemory(handles, 0); return err }},
 		{"nvml-call-MIG", "MemoryInfo-MIG", 1, true, false, func() error { _, _, err := nvmlMemory(handles, 1); return err }},
-		{"meminfo-read", "MemoryInfo-integrated", 3, false, true, func() error { _, _, err := hostmem.Read(); return err }},
+		{"meminfo-read", "MemoryInfo-integrated", 3, false, true, func() error { _, _, err := host.ReadMemory(); return err }},
 	} {
 		if info, err := describe(c.ordinal); err != nil || (info.MIG != nil) != c.mig || info.Integrated != c.integrated {
 			b.Fatalf("device %d is not the fake's %s device: %+v, %v", c.ordinal, c.memoryInfo, info, err)

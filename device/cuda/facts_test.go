@@ -15,7 +15,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/rng/philox"
@@ -36,7 +36,7 @@ func fakeMeminfo(t *testing.T) string {
 	proc := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(proc, "meminfo"),
 		[]byte("MemTotal:       134217728 kB\nMemFree:         1048576 kB\nMemAvailable:   100663296 kB\nCached:         99000000 kB\n"), 0o644))
-	return hostfs.EnvProcRoot + "=" + proc
+	return host.EnvProcRoot + "=" + proc
 }
 
 // The fake host's meminfo figures, in bytes.

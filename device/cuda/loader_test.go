@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +35,7 @@ func TestMessagesThatFitTheCase(t *testing.T) {
 		child string
 	}{
 		{"no device because the kernel module is not loaded: the hint says so", append(env, "GPUINIT_FAKE_CUDA_INIT=100",
-			hostfs.EnvProcRoot+"="+emptyProc, hostfs.EnvDevRoot+"="+emptyDev, "WANT=module"), "TestChildMessages"},
+			host.EnvProcRoot+"="+emptyProc, host.EnvDevRoot+"="+emptyDev, "WANT=module"), "TestChildMessages"},
 		{"a file named as libcuda that is another library", append(env, EnvLibrary+"="+nvml, "WANT=not-libcuda"), "TestChildMessages"},
 		{"the toolkit's stub: its description, and the file", append(env, "GPUINIT_FAKE_CUDA_STUB=1", "WANT=stub"), "TestChildMessages"},
 		{"a second libcuda beside the one a cgo engine loaded", append(env, "PRELOAD="+envValue(env, EnvLibrary),

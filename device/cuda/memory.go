@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostmem"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // MemoryInfo is ReadMemory's figures.
@@ -51,7 +51,7 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 			driver.ErrNotSupported, ordinal, err)
 	}
 	if integrated {
-		avail, total, err := hostmem.Read()
+		avail, total, err := host.ReadMemory()
 		if err != nil {
 			return driver.Memory{}, fmt.Errorf("%w: cuda: device %d shares the host's memory, whose available figure is unknown: %w", driver.ErrNotSupported, ordinal, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // Environment variables naming files to load instead of searching, for odd
@@ -33,7 +33,7 @@ func Registration() driver.Registration {
 		AutoRank:    10,
 		Ordering:    driver.OrderingCURAND,
 		Visibility:  driver.VisibilityCUDA,
-		Present:     func() (bool, string) { return nvmodule.Read().Present() },
+		Present:     func() (bool, string) { return host.ReadNVModule().Present() },
 		Env: []driver.EnvVar{
 			{Name: EnvLibrary, Doc: "the libcuda.so.1 to load: a path, or a name for the loader to find",
 				Default: "libcuda.so.1 on the loader's path, then /usr/lib/wsl/lib",

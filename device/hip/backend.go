@@ -12,7 +12,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/device/internal/once"
 )
 
@@ -44,11 +44,11 @@ var state struct {
 
 // runtimeState is what a successful Init read; never modified once stored.
 type runtimeState struct {
-	driverVersion  int        // hipDriverGetVersion, read after hipInit
-	runtimeVersion int        // hipRuntimeGetVersion; 0 if it failed
-	busIDs         []string   // each device's PCI bus id, lower case
-	nodes          []kfd.Node // the KFD topology; nil where there is none
-	targets        []target   // each device's gfx target, native and effective
+	driverVersion  int            // hipDriverGetVersion, read after hipInit
+	runtimeVersion int            // hipRuntimeGetVersion; 0 if it failed
+	busIDs         []string       // each device's PCI bus id, lower case
+	nodes          []host.KFDNode // the KFD topology; nil where there is none
+	targets        []target       // each device's gfx target, native and effective
 	memory         []memoryPaths
 }
 
@@ -116,13 +116,13 @@ func initialize() error {
 		}
 		s.busIDs[i] = strings.ToLower(id)
 	}
-	s.nodes, _ = kfd.Nodes(kfd.Root()) // no topology: arch and UUID stay unknown
+	s.nodes, _ = host.KFDNodes(host.Sys()) // no topology: arch and UUID stay unknown
 	if err := s.readTargets(); err != nil {
 		return err
 	}
 	s.memory = make([]memoryPaths, n)
 	for i, bus := range s.busIDs {
-		node, _ := kfd.Find(s.nodes, bus)
+		node, _ := host.FindKFDNode(s.nodes, bus)
 		s.memory[i] = pathsFor(bus, node.Integrated)
 	}
 	state.ready.Store(s)
@@ -135,15 +135,15 @@ func initialize() error {
 // usually node 1), else HSA_OVERRIDE_GFX_VERSION. A malformed value fails
 // Init, naming the variable: libhsakmt then enumerates no GPU at all.
 func (s *runtimeState) readTargets() error {
-	ids, _ := kfd.NodeIDsHost() // unknown ids: only the global override applies
+	ids, _ := host.KFDNodeIDsHost() // unknown ids: only the global override applies
 	s.targets = make([]target, len(s.busIDs))
 	for i, bus := range s.busIDs {
-		node, _ := kfd.Find(s.nodes, bus)
+		node, _ := host.FindKFDNode(s.nodes, bus)
 		id, ok := ids[bus]
 		if !ok {
 			id = -1
 		}
-		effective, source, err := kfd.EffectiveTarget(node.GfxTarget, id, os.LookupEnv)
+		effective, source, err := host.EffectiveGfxTarget(node.GfxTarget, id, os.LookupEnv)
 		if err != nil {
 			return &driver.DriverError{Backend: "hip", Op: source, Sentinel: driver.ErrDriverMismatch,
 				Message: err.Error(), Hint: "unset it, or set it to a gfx target the ROCm libraries support, such as 10.3.0; libhsakmt enumerates no GPU while it is malformed"}

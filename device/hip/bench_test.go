@@ -9,8 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
-	"github.com/gpuinit/gpuinit/device/internal/hostmem"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 )
 
@@ -53,8 +52,8 @@ func loadFakes(b *testing.B) {
 	write(filepath.Join(dev, "kfd"), "")
 	os.Setenv(EnvLibrary, fakedriver.Build(b, fakedriver.HIP))
 	os.Setenv(EnvHiprandLibrary, "")
-	os.Setenv(hostfs.EnvSysfsRoot, sys)
-	os.Setenv(hostfs.EnvDevRoot, dev)
+	os.Setenv(host.EnvSysfsRoot, sys)
+	os.Setenv(host.EnvDevRoot, dev)
 	if err := process.Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -70,10 +69,10 @@ func BenchmarkMemoryInfo(b *testing.B) {
 	loadFakes(b)
 	discrete, apu := pathsFor("0000:c1:00.0", false), pathsFor("0000:03:00.0", true)
 	counters := func(p memoryPaths) error {
-		if _, err := hostmem.ReadCounter(p.total); err != nil {
+		if _, err := host.ReadCounter(p.total); err != nil {
 			return err
 		}
-		_, err := hostmem.ReadCounter(p.used)
+		_, err := host.ReadCounter(p.used)
 		return err
 	}
 	for _, c := range []struct {
@@ -86,7 +85,7 @@ func BenchmarkMemoryInfo(b *testing.B) {
 			if err := counters(apu); err != nil {
 				return err
 			}
-			_, _, err := hostmem.Read()
+			_, _, err := host.ReadMemory()
 			return err
 		}},
 	} {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // Device reads one device's name and total memory from HIP, takes the PCI bus
@@ -29,15 +29,15 @@ func (b *Backend) Device(ordinal int) (driver.Info, error) {
 		return driver.Info{}, check("hipDeviceTotalMem", r)
 	}
 	t := s.targets[ordinal]
-	info.Arch = kfd.Arch(t.effective)
+	info.Arch = host.GfxArch(t.effective)
 	if t.source != "" {
-		info.NativeArch, info.ArchSource = kfd.Arch(t.native), t.source
+		info.NativeArch, info.ArchSource = host.GfxArch(t.native), t.source
 		if t.native != 0 {
-			info.ArchWarning = kfd.OverrideWarning(t.native, t.effective)
+			info.ArchWarning = host.GfxOverrideWarning(t.native, t.effective)
 		}
 	}
-	if node, ok := kfd.Find(s.nodes, info.PCIBusID); ok {
-		info.UUID = kfd.UUID(node.UniqueID)
+	if node, ok := host.FindKFDNode(s.nodes, info.PCIBusID); ok {
+		info.UUID = host.AMDUUID(node.UniqueID)
 		info.Multiprocessors = node.ComputeUnits
 		info.Integrated = node.Integrated
 	}
@@ -52,7 +52,7 @@ func (*Backend) PhysicalIndex(ordinal int) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	ids, err := kfd.NodeIDsHost()
+	ids, err := host.KFDNodeIDsHost()
 	if err != nil {
 		return -1, err
 	}

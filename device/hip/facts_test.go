@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -38,7 +38,7 @@ func envOf(env []string, name string) string {
 func libhsakmtHost(t *testing.T, apu bool, env ...string) []string {
 	t.Helper()
 	base, _ := fakeHost(t, fakedriver.HIP)
-	sys, dev := envOf(base, hostfs.EnvSysfsRoot), envOf(base, hostfs.EnvDevRoot)
+	sys, dev := envOf(base, host.EnvSysfsRoot), envOf(base, host.EnvDevRoot)
 	require.NoError(t, os.MkdirAll(filepath.Join(dev, "dri"), 0o755))
 	for node := range 4 {
 		dir := filepath.Join(sys, "class/kfd/kfd/topology/nodes", fmt.Sprint(node))
@@ -67,7 +67,7 @@ func meminfo(t *testing.T, availableKB uint64) string {
 	proc := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(proc, "meminfo"),
 		fmt.Appendf(nil, "MemTotal: 67108864 kB\nMemFree: 1024 kB\nMemAvailable: %d kB\n", availableKB), 0o644))
-	return hostfs.EnvProcRoot + "=" + proc
+	return host.EnvProcRoot + "=" + proc
 }
 
 func TestTargetsAndMemorySources(t *testing.T) {

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
-	"github.com/gpuinit/gpuinit/device/internal/ras"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // WatchHealth watches each device until ctx ends, from two sources.
@@ -51,12 +50,12 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 	smiWait := b.watchTiming().smiWait
 	events := startSMI(ctx, s.busIDs, report)
 	defer events.stop(ctx)
-	sys := hostfs.Sys()
+	sys := host.Sys()
 	dirs := make([]string, len(s.busIDs))
-	last := make([]*ras.Counts, len(s.busIDs))
+	last := make([]*host.RASCounts, len(s.busIDs))
 	watched := 0
 	for ordinal, busID := range s.busIDs {
-		dir, err := ras.Dir(sys, busID)
+		dir, err := host.RASDir(sys, busID)
 		if err != nil {
 			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, Name: "ras", At: time.Now(),
 				Message: fmt.Sprintf("hip: the health of device %d is unknown: %v", ordinal, err)})
@@ -99,21 +98,21 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 
 // readRAS reads one device's counters, reports what rose since before (nil
 // at the first read), and returns the counts to compare the next read with.
-func readRAS(ordinal int, dir string, before *ras.Counts, report func(driver.HealthEvent)) *ras.Counts {
-	now, err := ras.Read(dir)
+func readRAS(ordinal int, dir string, before *host.RASCounts, report func(driver.HealthEvent)) *host.RASCounts {
+	now, err := host.ReadRAS(dir)
 	if err != nil {
 		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatchError, At: time.Now(),
 			Message: fmt.Sprintf("hip: device %d: %v; reading again next period", ordinal, err)})
 		return before
 	}
 	if before != nil {
-		if blocks, by := ras.Rise(*before, now, false); by > 0 {
+		if blocks, by := host.RASRise(*before, now, false); by > 0 {
 			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRAS, Action: driver.HealthLose, Code: int(by), Name: "uncorrectable",
 				Message: fmt.Sprintf("amdgpu RAS: %d uncorrectable error(s) in %s (%d in all since boot)", by, strings.Join(blocks, ", "), now.Uncorrectable),
 				Hint:    "the GPU's hardware took an error it could not correct: reset the GPU (amd-smi reset --gpureset, or reboot), then restart the process; if it recurs, the GPU needs service",
 				At:      time.Now()})
 		}
-		if blocks, by := ras.Rise(*before, now, true); by > 0 {
+		if blocks, by := host.RASRise(*before, now, true); by > 0 {
 			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRAS, Action: driver.HealthCount, Code: int(by), Name: "correctable",
 				Message: fmt.Sprintf("amdgpu RAS: %d correctable error(s) in %s", by, strings.Join(blocks, ", ")), At: time.Now()})
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/health"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -82,7 +82,7 @@ func TestRASWatch(t *testing.T) {
 // reads see them whole.
 func setRAS(t *testing.T, busID string, ue, ce int) {
 	t.Helper()
-	dir := filepath.Join(os.Getenv(hostfs.EnvSysfsRoot), "bus/pci/devices", busID, "ras")
+	dir := filepath.Join(os.Getenv(host.EnvSysfsRoot), "bus/pci/devices", busID, "ras")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	tmp := filepath.Join(dir, ".umc")
 	require.NoError(t, os.WriteFile(tmp, fmt.Appendf(nil, "ue: %d\nce: %d\n", ue, ce), 0o644))
@@ -151,7 +151,7 @@ func TestChildRASUnreadable(t *testing.T) {
 	child(t)
 	r, bus := rasRuntime(t, func(bus []string) { setRAS(t, bus[0], 0, 0); setRAS(t, bus[1], 0, 0) })
 	until(t, r, "device 0's counters are read", func(st device.Stats) bool { return len(st.Health) == 2 && st.Health[0].Counters != nil })
-	file := filepath.Join(os.Getenv(hostfs.EnvSysfsRoot), "bus/pci/devices", bus[0], "ras/umc_err_count")
+	file := filepath.Join(os.Getenv(host.EnvSysfsRoot), "bus/pci/devices", bus[0], "ras/umc_err_count")
 	require.NoError(t, os.WriteFile(file, []byte("busy\n"), 0o644))
 	until(t, r, "a watch error names the file", func(st device.Stats) bool { return strings.Contains(st.Health[0].WatchError, "umc_err_count") })
 	assert.Empty(t, r.Stats().Lost)

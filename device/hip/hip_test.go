@@ -17,8 +17,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -67,7 +66,7 @@ func fakeHost(t *testing.T, hip fakedriver.Library, env ...string) (childEnv []s
 	dev := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o666))
 	log = fakedriver.NewCallLog(t)
-	return append([]string{EnvLibrary + "=" + lib, hostfs.EnvSysfsRoot + "=" + sys, hostfs.EnvDevRoot + "=" + dev,
+	return append([]string{EnvLibrary + "=" + lib, host.EnvSysfsRoot + "=" + sys, host.EnvDevRoot + "=" + dev,
 		"GPUINIT_FAKE_HIP_LOG=" + string(log), EnvHiprandLibrary + "=",
 		EnvSMILibrary + "=" + fakedriver.NotInstalled("librocm_smi64.so.7")}, env...), log // smiHost adds the fake
 }
@@ -96,18 +95,18 @@ func TestOverTheFakeRuntime(t *testing.T) {
 	})
 	t.Run("HSA_OVERRIDE_GFX_VERSION applies to every device", func(t *testing.T) {
 		t.Parallel()
-		runChild(t, "TestChildOverride", append(env, kfd.EnvOverride+"=10.3.0")...)
+		runChild(t, "TestChildOverride", append(env, host.EnvGfxOverride+"=10.3.0")...)
 	})
 	t.Run("no device: the hint names /dev/kfd and the variable that hides every GPU", func(t *testing.T) {
 		t.Parallel()
 		noKFD := t.TempDir()
-		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", hostfs.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
+		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_INIT=101", host.EnvDevRoot+"="+noKFD, "ROCR_VISIBLE_DEVICES=-1")...)
 	})
 	t.Run("no device, found by hipGetDeviceCount after hipInit succeeded", func(t *testing.T) {
 		t.Parallel()
 		noKFD := t.TempDir()
 		runChild(t, "TestChildNoDevice", append(env, "GPUINIT_FAKE_HIP_DEVICES=0", "GPUINIT_FAKE_HIP_INIT=0",
-			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", hostfs.EnvDevRoot+"="+noKFD)...) // -1 would fail hipInit itself
+			"WANT_OP=hipGetDeviceCount", "WANT_CODE=100", host.EnvDevRoot+"="+noKFD)...) // -1 would fail hipInit itself
 	})
 	t.Run("free memory from amdgpu's sysfs counters, by PCI bus id", func(t *testing.T) {
 		t.Parallel()

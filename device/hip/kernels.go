@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // KernelsCover reports whether a directory of ROCm kernels a server ships
@@ -16,9 +16,9 @@ import (
 // or a directory that cannot be read, is an error naming it. Unlike ollama's
 // check it finds the per-target subdirectories of multi-target builds.
 func KernelsCover(dir string, info driver.Info) (covered bool, found []string, err error) {
-	target, err := kfd.ParseTarget(info.Arch)
+	target, err := host.ParseGfxTarget(info.Arch)
 	if err != nil {
 		return false, nil, fmt.Errorf("hip: KernelsCover: device %d (%s) has no gfx target: %w", info.Ordinal, info.Arch, err)
 	}
-	return kfd.KernelsCover(dir, target)
+	return host.KernelsCover(dir, target)
 }

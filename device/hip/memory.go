@@ -7,8 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostmem"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // memoryPaths are a device's amdgpu memory counters in sysfs, NUL-terminated
@@ -19,13 +18,13 @@ type memoryPaths struct {
 }
 
 func pathsFor(busID string, apu bool) memoryPaths {
-	dir := filepath.Join(kfd.Root(), "bus/pci/devices", busID)
+	dir := filepath.Join(host.Sys(), "bus/pci/devices", busID)
 	kind := "vram"
 	if apu {
 		kind = "gtt"
 	}
-	return memoryPaths{apu: apu, total: hostmem.Path(filepath.Join(dir, "mem_info_"+kind+"_total")),
-		used: hostmem.Path(filepath.Join(dir, "mem_info_"+kind+"_used"))}
+	return memoryPaths{apu: apu, total: host.CounterPath(filepath.Join(dir, "mem_info_"+kind+"_total")),
+		used: host.CounterPath(filepath.Join(dir, "mem_info_"+kind+"_used"))}
 }
 
 // MemoryInfo is ReadMemory's figures.
@@ -55,10 +54,10 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 		return driver.Memory{}, err
 	}
 	p := s.memory[ordinal]
-	total, err := hostmem.ReadCounter(p.total)
+	total, err := host.ReadCounter(p.total)
 	var used uint64
 	if err == nil {
-		used, err = hostmem.ReadCounter(p.used)
+		used, err = host.ReadCounter(p.used)
 	}
 	if err != nil {
 		return driver.Memory{}, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu memory counters in sysfs, so its free memory is unknown: %w",
@@ -67,7 +66,7 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	m := driver.Memory{Free: total - min(used, total), Total: total, Source: driver.MemoryAMDVRAM}
 	if p.apu {
 		m.Source = driver.MemoryAMDGTT
-		if avail, hostTotal, err := hostmem.Read(); err == nil && avail < m.Free {
+		if avail, hostTotal, err := host.ReadMemory(); err == nil && avail < m.Free {
 			m = driver.Memory{Free: avail, Total: hostTotal, Source: driver.MemoryHost}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
 // EnvRASPeriod sets how often the health watch reads amdgpu's RAS counters,
@@ -47,7 +47,7 @@ func Registration() driver.Registration {
 		AutoRank:    20,
 		Ordering:    driver.OrderingSequential,
 		Visibility:  driver.VisibilityROCm,
-		Present:     kfd.Present,
+		Present:     host.KFDPresent,
 		Env: []driver.EnvVar{
 			{Name: EnvLibrary, Doc: "the libamdhip64 to load: a path, or a name for the loader to find",
 				Default: "libamdhip64.so.7, .6, .5, then .so, on the loader's path, in $ROCM_PATH/lib, /opt/rocm/lib, /usr/lib/wsl/lib",

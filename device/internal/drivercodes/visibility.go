@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/kfd"
-	"github.com/gpuinit/gpuinit/device/internal/nvmodule"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/device/internal/visibility"
 )
 
@@ -54,7 +53,7 @@ func hiders(f Family) []hider {
 	}
 	switch f.Visibility {
 	case driver.VisibilityCUDA:
-		add(visibility.LookupCUDA(os.LookupEnv), len(nvmodule.Read().GPUs))
+		add(visibility.LookupCUDA(os.LookupEnv), len(host.ReadNVModule().GPUs))
 		if v, ok := os.LookupEnv(envNVIDIA); ok && toolkitPassedNone(v) {
 			out = append(out, hider{envNVIDIA, v, "the NVIDIA container toolkit passed no GPU in"})
 		}
@@ -121,12 +120,12 @@ func WithVisibilityHint(err error, f Family) error {
 // /proc/driver/nvidia/version; no /dev/nvidiactl or /dev/nvidia-uvm): libcuda
 // answers 100 for that as for a hidden GPU.
 func WithNVModuleHint(err error) error {
-	return prefixNoDeviceHint(err, func() string { return nvmodule.Read().Problem() })
+	return prefixNoDeviceHint(err, func() string { return host.ReadNVModule().Problem() })
 }
 
 // WithKFDHint prefixes the hint of a HIP no-device error with what is wrong
 // with /dev/kfd, if anything: the commonest causes.
-func WithKFDHint(err error) error { return prefixNoDeviceHint(err, kfd.Problem) }
+func WithKFDHint(err error) error { return prefixNoDeviceHint(err, host.KFDProblem) }
 
 // prefixNoDeviceHint puts what prefix says, if anything, before the hint of
 // err's *driver.DriverError, if err means no device; prefix is not called

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
+	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,14 +87,14 @@ func clearVisibility(t *testing.T) {
 	}
 }
 
-// nodes points hostfs at a /dev with n GPU device nodes.
+// nodes points host.Dev at a /dev with n GPU device nodes.
 func nodes(t *testing.T, n int) {
 	t.Helper()
 	dev := t.TempDir()
 	for i := range n {
 		require.NoError(t, os.WriteFile(filepath.Join(dev, fmt.Sprintf("nvidia%d", i)), nil, 0o644))
 	}
-	t.Setenv(hostfs.EnvDevRoot, dev)
+	t.Setenv(host.EnvDevRoot, dev)
 }
 
 // unsetenv unsets name for the rest of the test; t.Setenv restores it after.

@@ -1,24 +1,24 @@
-package kfd
+package host
 
 import (
 	"fmt"
 	"strings"
 )
 
-// TargetName names a gfx target version as LLVM and ROCm do: 90010 is
-// "gfx90a", 110001 is "gfx1101", 90402 is "gfx942". It is Arch, except that
+// GfxTargetName names a gfx target version as LLVM and ROCm do: 90010 is
+// "gfx90a", 110001 is "gfx1101", 90402 is "gfx942". It is GfxArch, except that
 // a version that names no target (zero or negative) gives "".
-func TargetName(target int) string {
+func GfxTargetName(target int) string {
 	if target <= 0 {
 		return ""
 	}
-	return Arch(target)
+	return GfxArch(target)
 }
 
 // family is one set of gfx targets that share an ISA closely enough that LLVM
 // builds one generic code object for all of them.
 type family struct {
-	name    string // as Family reports it: "gfx10.3"
+	name    string // as GfxFamily reports it: "gfx10.3"
 	generic string // LLVM's generic processor: "gfx10-3-generic"
 	members []int  // gfx target versions
 }
@@ -48,7 +48,7 @@ func familyOf(target int) (family, bool) {
 	return family{}, false
 }
 
-// Family names the ISA family of a gfx target version: the set of targets
+// GfxFamily names the ISA family of a gfx target version: the set of targets
 // LLVM covers with one generic code object. gfx900, gfx902, gfx904, gfx906,
 // gfx909 and gfx90c are "gfx9"; gfx940, gfx941, gfx942 and gfx950 are
 // "gfx9.4"; gfx1010–gfx1013 are "gfx10.1"; gfx1030–gfx1036 are "gfx10.3";
@@ -57,23 +57,23 @@ func familyOf(target int) (family, bool) {
 // than this table) is a family of its own, named like the target, so that no
 // code object is assumed to run on it unless it was built for it. A version
 // that names no target gives "".
-func Family(target int) string {
+func GfxFamily(target int) string {
 	if f, ok := familyOf(target); ok {
 		return f.name
 	}
-	return TargetName(target)
+	return GfxTargetName(target)
 }
 
-// GenericTarget names LLVM's generic processor for a gfx target version, such
+// GenericGfxTarget names LLVM's generic processor for a gfx target version, such
 // as "gfx11-generic" for gfx1103: a code object built for it runs on every
 // member of the family (ROCm 6.4 and later build them). It is "" for a target
 // in no generic family.
-func GenericTarget(target int) string {
+func GenericGfxTarget(target int) string {
 	f, _ := familyOf(target)
 	return f.generic
 }
 
-// OverrideWarning says why an override that makes ROCm treat a device of the
+// GfxOverrideWarning says why an override that makes ROCm treat a device of the
 // native gfx target as the effective one is harmful, or "" when it is not: when
 // there is no override (effective is native or zero) or both are in one ISA
 // family.
@@ -88,25 +88,25 @@ func GenericTarget(target int) string {
 // Across families (gfx90c run as gfx1030, gfx1010 as gfx1030) the device
 // executes another ISA's machine code: expect invalid-instruction faults,
 // hangs, a lost device or wrong results.
-func OverrideWarning(native, effective int) string {
+func GfxOverrideWarning(native, effective int) string {
 	if native <= 0 || effective <= 0 || native == effective {
 		return ""
 	}
-	from, to := Family(native), Family(effective)
+	from, to := GfxFamily(native), GfxFamily(effective)
 	if from == to {
 		return ""
 	}
 	msg := fmt.Sprintf("the override makes ROCm run %s as %s, another ISA family (%s, not %s): "+
 		"ROCm loads code objects built for %s onto it, so the device executes machine code for an ISA "+
 		"it does not implement (invalid-instruction faults, hangs, a lost device or wrong results)",
-		TargetName(native), TargetName(effective), to, from, TargetName(effective))
+		GfxTargetName(native), GfxTargetName(effective), to, from, GfxTargetName(effective))
 	if f, ok := familyOf(native); ok {
 		names := make([]string, len(f.members))
 		for i, m := range f.members {
-			names[i] = TargetName(m)
+			names[i] = GfxTargetName(m)
 		}
 		return msg + fmt.Sprintf("; override to a target of its own family (%s), ship kernels built for %s, or unset the override",
 			strings.Join(names, ", "), f.generic)
 	}
-	return msg + "; " + TargetName(native) + " is in no family with another target: unset the override and use kernels built for " + TargetName(native)
+	return msg + "; " + GfxTargetName(native) + " is in no family with another target: unset the override and use kernels built for " + GfxTargetName(native)
 }

@@ -1,4 +1,4 @@
-package hostmem
+package host
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ import (
 // name, and Tensile writes source kernels for each xnack mode
 // (..._gfx90a-xnack-.hsaco) under one index.
 //
-// A generic target also covers its family (GenericTarget): an index for
+// A generic target also covers its family (GenericGfxTarget): an index for
 // gfx11-generic covers gfx1103. Stock rocBLAS looks only for the device's own
 // name, but only a rocBLAS built with generic targets writes such an index,
 // and that rocBLAS looks for it. ollama judges coverage more narrowly, by
@@ -36,7 +36,7 @@ import (
 // An unreadable directory is an error naming it (wrapping os.ErrNotExist when
 // it is missing); so is a target version that names no target.
 func KernelsCover(dir string, target int) (covered bool, found []string, err error) {
-	name := TargetName(target)
+	name := GfxTargetName(target)
 	if name == "" {
 		return false, nil, fmt.Errorf("kfd: kernels in %s: gfx target version %d names no target", dir, target)
 	}
@@ -67,7 +67,7 @@ func KernelsCover(dir string, target int) (covered bool, found []string, err err
 		found = append(found, t)
 	}
 	sort.Strings(found)
-	for _, want := range []string{name, GenericTarget(target)} {
+	for _, want := range []string{name, GenericGfxTarget(target)} {
 		if want == "" {
 			continue
 		}

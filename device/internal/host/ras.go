@@ -1,9 +1,4 @@
-// Package ras reads amdgpu's RAS error counters from sysfs: one file per
-// hardware block under the GPU's PCI device, ras/<block>_err_count, each
-// holding the block's uncorrectable ("ue: N") and correctable ("ce: N")
-// error counts since boot. A board without RAS has no ras directory. Pure Go,
-// no cgo: it reads only the tree under the sysfs root it is given.
-package ras
+package host
 
 import (
 	"bufio"
@@ -16,27 +11,27 @@ import (
 	"strings"
 )
 
-// Block is one hardware block's counts, as its <block>_err_count file holds
+// RASBlock is one hardware block's counts, as its <block>_err_count file holds
 // them.
-type Block struct {
+type RASBlock struct {
 	Name          string // "umc", "gfx", "sdma", "mmhub", "xgmi_wafl", ...
 	Uncorrectable uint64
 	Correctable   uint64
 }
 
-// Counts are one GPU's RAS counts: each block's, by name, and their sums.
-type Counts struct {
-	Blocks        []Block
+// RASCounts are one GPU's RAS counts: each block's, by name, and their sums.
+type RASCounts struct {
+	Blocks        []RASBlock
 	Uncorrectable uint64
 	Correctable   uint64
 }
 
-// Dir returns the ras directory of the GPU with PCI bus id busID (such as
+// RASDir returns the ras directory of the GPU with PCI bus id busID (such as
 // "0000:c1:00.0", any case) under sysRoot: the PCI device's, which is what
 // /sys/class/drm/card*/device links to. It is found by the bus id, never by
 // a card number, which differs from HIP's ordinal. An error wraps
 // os.ErrNotExist where the board has no RAS counters.
-func Dir(sysRoot, busID string) (string, error) {
+func RASDir(sysRoot, busID string) (string, error) {
 	busID = strings.ToLower(busID)
 	dir := filepath.Join(sysRoot, "bus/pci/devices", busID, "ras")
 	if _, err := os.Stat(dir); err == nil {
@@ -57,23 +52,23 @@ func Dir(sysRoot, busID string) (string, error) {
 	return "", fmt.Errorf("ras: the GPU at %s has no RAS counters (%s): %w", busID, dir, os.ErrNotExist)
 }
 
-// Read reads every <block>_err_count file in dir. A file it cannot read or
+// ReadRAS reads every <block>_err_count file in dir. A file it cannot read or
 // parse is an error naming the file: amdgpu refuses reads while it recovers
 // a GPU, and a watch should retry, not guess.
-func Read(dir string) (Counts, error) {
+func ReadRAS(dir string) (RASCounts, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*_err_count"))
 	if err != nil {
-		return Counts{}, err
+		return RASCounts{}, err
 	}
 	if len(files) == 0 {
-		return Counts{}, fmt.Errorf("ras: no *_err_count files in %s: %w", dir, os.ErrNotExist)
+		return RASCounts{}, fmt.Errorf("ras: no *_err_count files in %s: %w", dir, os.ErrNotExist)
 	}
 	slices.Sort(files)
-	var c Counts
+	var c RASCounts
 	for _, f := range files {
-		b, err := readBlock(f)
+		b, err := readRASBlock(f)
 		if err != nil {
-			return Counts{}, err
+			return RASCounts{}, err
 		}
 		c.Blocks = append(c.Blocks, b)
 		c.Uncorrectable += b.Uncorrectable
@@ -82,21 +77,21 @@ func Read(dir string) (Counts, error) {
 	return c, nil
 }
 
-// maxFile bounds a read: the files hold two short lines.
-const maxFile = 4096
+// maxRASFile bounds a read: the files hold two short lines.
+const maxRASFile = 4096
 
-func readBlock(path string) (Block, error) {
+func readRASBlock(path string) (RASBlock, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Block{}, fmt.Errorf("ras: %w", err)
+		return RASBlock{}, fmt.Errorf("ras: %w", err)
 	}
 	defer f.Close()
-	buf := make([]byte, maxFile)
+	buf := make([]byte, maxRASFile)
 	n, err := f.Read(buf)
 	if err != nil && n == 0 {
-		return Block{}, fmt.Errorf("ras: reading %s: %w", path, err)
+		return RASBlock{}, fmt.Errorf("ras: reading %s: %w", path, err)
 	}
-	b := Block{Name: strings.TrimSuffix(filepath.Base(path), "_err_count")}
+	b := RASBlock{Name: strings.TrimSuffix(filepath.Base(path), "_err_count")}
 	var sawUE, sawCE bool
 	sc := bufio.NewScanner(bytes.NewReader(buf[:n]))
 	for sc.Scan() {
@@ -106,7 +101,7 @@ func readBlock(path string) (Block, error) {
 		}
 		v, err := strconv.ParseUint(strings.TrimSpace(value), 10, 64)
 		if err != nil {
-			return Block{}, fmt.Errorf("ras: %s: %q is not a count: %w", path, sc.Text(), err)
+			return RASBlock{}, fmt.Errorf("ras: %s: %q is not a count: %w", path, sc.Text(), err)
 		}
 		switch strings.TrimSpace(key) {
 		case "ue":
@@ -116,15 +111,15 @@ func readBlock(path string) (Block, error) {
 		}
 	}
 	if !sawUE || !sawCE {
-		return Block{}, fmt.Errorf("ras: %s holds %q, not the ue: and ce: lines amdgpu writes", path, buf[:n])
+		return RASBlock{}, fmt.Errorf("ras: %s holds %q, not the ue: and ce: lines amdgpu writes", path, buf[:n])
 	}
 	return b, nil
 }
 
-// Rise names the blocks whose uncorrectable (or, with correctable, the
+// RASRise names the blocks whose uncorrectable (or, with correctable, the
 // correctable) count rose from before to now, and by how much in all.
-func Rise(before, now Counts, correctable bool) (blocks []string, by uint64) {
-	old := map[string]Block{}
+func RASRise(before, now RASCounts, correctable bool) (blocks []string, by uint64) {
+	old := map[string]RASBlock{}
 	for _, b := range before.Blocks {
 		old[b.Name] = b
 	}

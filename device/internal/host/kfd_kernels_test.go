@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package hostmem
+package host
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func TestReadTakesMemAvailableNotMemFree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "meminfo"), []byte(tc.meminfo), 0o644))
-			avail, total, err := ReadAt(dir)
+			avail, total, err := ReadMemoryAt(dir)
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
 			} else {
@@ -41,20 +41,20 @@ func TestReadOfTheRealHostAllocatesNothing(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux's /proc")
 	}
-	avail, total, err := Read()
+	avail, total, err := ReadMemory()
 	require.NoError(t, err)
 	assert.Positive(t, total)
 	assert.LessOrEqual(t, avail, total)
 	if raceEnabled {
 		t.Skip("the race detector's hooks in syscall.Read allocate; checked without -race")
 	}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = Read() }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = ReadMemory() }))
 }
 
 func BenchmarkRead(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Read(); err != nil {
+		if _, _, err := ReadMemory(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -65,15 +65,15 @@ func TestReadCounter(t *testing.T) {
 	for name, body := range map[string]string{"ok": "68702699520\n", "bad": "n/a\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
-	v, err := ReadCounter(Path(filepath.Join(dir, "ok")))
+	v, err := ReadCounter(CounterPath(filepath.Join(dir, "ok")))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(68702699520), v)
-	_, err = ReadCounter(Path(filepath.Join(dir, "bad")))
+	_, err = ReadCounter(CounterPath(filepath.Join(dir, "bad")))
 	assert.ErrorContains(t, err, "not a number")
-	_, err = ReadCounter(Path(filepath.Join(dir, "missing")))
+	_, err = ReadCounter(CounterPath(filepath.Join(dir, "missing")))
 	assert.ErrorContains(t, err, "no such file")
 	if !raceEnabled {
-		p := Path(filepath.Join(dir, "ok"))
+		p := CounterPath(filepath.Join(dir, "ok"))
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = ReadCounter(p) }))
 	}
 }

@@ -1,4 +1,4 @@
-package ras
+package host
 
 import (
 	"os"
@@ -21,21 +21,21 @@ func TestReadSumsTheBlocksAmdgpuWrites(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		blocks  map[string]string
-		want    Counts
+		want    RASCounts
 		wantErr string
 	}{
 		{"two blocks", map[string]string{"umc": "ue: 2\nce: 7\n", "gfx": "ue: 0\nce: 1\n"},
-			Counts{Blocks: []Block{{"gfx", 0, 1}, {"umc", 2, 7}}, Uncorrectable: 2, Correctable: 8}, ""},
+			RASCounts{Blocks: []RASBlock{{"gfx", 0, 1}, {"umc", 2, 7}}, Uncorrectable: 2, Correctable: 8}, ""},
 		{"spaces as amdgpu may pad them", map[string]string{"sdma": "ue:  0\nce:   3"},
-			Counts{Blocks: []Block{{"sdma", 0, 3}}, Correctable: 3}, ""},
-		{"a count that is no number", map[string]string{"umc": "ue: many\nce: 0\n"}, Counts{}, "is not a count"},
-		{"a file without both lines", map[string]string{"umc": "ue: 1\n"}, Counts{}, "not the ue: and ce: lines"},
-		{"no counter files", map[string]string{}, Counts{}, "no *_err_count files"},
+			RASCounts{Blocks: []RASBlock{{"sdma", 0, 3}}, Correctable: 3}, ""},
+		{"a count that is no number", map[string]string{"umc": "ue: many\nce: 0\n"}, RASCounts{}, "is not a count"},
+		{"a file without both lines", map[string]string{"umc": "ue: 1\n"}, RASCounts{}, "not the ue: and ce: lines"},
+		{"no counter files", map[string]string{}, RASCounts{}, "no *_err_count files"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "ras")
 			writeBlocks(t, dir, c.blocks)
-			got, err := Read(dir)
+			got, err := ReadRAS(dir)
 			if c.wantErr != "" {
 				assert.ErrorContains(t, err, c.wantErr)
 				return
@@ -51,7 +51,7 @@ func TestDirIsFoundByPCIBusID(t *testing.T) {
 		sys := t.TempDir()
 		want := filepath.Join(sys, "bus/pci/devices/0000:c1:00.0/ras")
 		writeBlocks(t, want, map[string]string{"umc": "ue: 0\nce: 0\n"})
-		got, err := Dir(sys, "0000:C1:00.0")
+		got, err := RASDir(sys, "0000:C1:00.0")
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 	})
@@ -65,29 +65,29 @@ func TestDirIsFoundByPCIBusID(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(sys, "class/drm", card), 0o755))
 			require.NoError(t, os.Symlink(target, filepath.Join(sys, "class/drm", card, "device")))
 		}
-		got, err := Dir(sys, "0000:03:00.0")
+		got, err := RASDir(sys, "0000:03:00.0")
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(sys, "class/drm/card1/device/ras"), got)
 	})
 	t.Run("a board without RAS", func(t *testing.T) {
 		sys := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(sys, "bus/pci/devices/0000:c1:00.0"), 0o755))
-		_, err := Dir(sys, "0000:c1:00.0")
+		_, err := RASDir(sys, "0000:c1:00.0")
 		assert.ErrorIs(t, err, os.ErrNotExist)
 		assert.ErrorContains(t, err, "0000:c1:00.0")
 	})
 }
 
 func TestRiseNamesTheBlocksThatRose(t *testing.T) {
-	before := Counts{Blocks: []Block{{"gfx", 0, 1}, {"umc", 2, 7}}}
-	now := Counts{Blocks: []Block{{"gfx", 1, 1}, {"umc", 4, 9}, {"sdma", 0, 0}}}
-	blocks, by := Rise(before, now, false)
+	before := RASCounts{Blocks: []RASBlock{{"gfx", 0, 1}, {"umc", 2, 7}}}
+	now := RASCounts{Blocks: []RASBlock{{"gfx", 1, 1}, {"umc", 4, 9}, {"sdma", 0, 0}}}
+	blocks, by := RASRise(before, now, false)
 	assert.Equal(t, []string{"gfx", "umc"}, blocks)
 	assert.Equal(t, uint64(3), by)
-	blocks, by = Rise(before, now, true)
+	blocks, by = RASRise(before, now, true)
 	assert.Equal(t, []string{"umc"}, blocks)
 	assert.Equal(t, uint64(2), by)
-	blocks, by = Rise(now, before, false)
+	blocks, by = RASRise(now, before, false)
 	assert.Empty(t, blocks, "counts that fell (a driver reload) are a new baseline, not a rise")
 	assert.Zero(t, by)
 }

@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"testing"
@@ -24,9 +24,9 @@ func TestTargetNameIsArchOfTheVersion(t *testing.T) {
 		{"negative names no target", -90010, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, TargetName(tc.version))
+			assert.Equal(t, tc.want, GfxTargetName(tc.version))
 			if tc.version > 0 {
-				assert.Equal(t, Arch(tc.version), TargetName(tc.version), "TargetName is Arch")
+				assert.Equal(t, GfxArch(tc.version), GfxTargetName(tc.version), "GfxTargetName is GfxArch")
 			}
 		})
 	}
@@ -58,8 +58,8 @@ func TestFamilyIsTheGenericCodeObjectsMembers(t *testing.T) {
 		{"no target, no family", 0, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.family, Family(tc.version))
-			assert.Equal(t, tc.generic, GenericTarget(tc.version))
+			assert.Equal(t, tc.family, GfxFamily(tc.version))
+			assert.Equal(t, tc.generic, GenericGfxTarget(tc.version))
 		})
 	}
 }
@@ -87,7 +87,7 @@ func TestOverrideWarningOnlyWhenTheOverrideCrossesFamilies(t *testing.T) {
 		{"gfx942 as gfx90a crosses", 90402, 90010, []string{"gfx942 as gfx90a", "(gfx90a, not gfx9.4)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := OverrideWarning(tc.native, tc.effective)
+			got := GfxOverrideWarning(tc.native, tc.effective)
 			if tc.want == nil {
 				assert.Empty(t, got)
 				return

@@ -1,9 +1,4 @@
-// Package hostfs says where the host's /sys, /dev and /proc are: there, unless
-// GPUINIT_SYSFS_ROOT, GPUINIT_DEV_ROOT or GPUINIT_PROC_ROOT moves them, for
-// containers that mount the host's trees elsewhere and for tests that build
-// a fake one. Every read of the kernel's GPU state in gpuinit goes through
-// it.
-package hostfs
+package host
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"errors"
@@ -8,17 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 )
 
-// EnvOverrideNode names the variable that overrides the gfx target of one GPU
+// EnvGfxOverrideNode names the variable that overrides the gfx target of one GPU
 // only, HSA_OVERRIDE_GFX_VERSION_<node>, where node is the id libhsakmt gives
-// the GPU's KFD node (see NodeIDs). libhsakmt reads it in ROCm 6.3 and later;
+// the GPU's KFD node (see KFDNodeIDs). libhsakmt reads it in ROCm 6.3 and later;
 // older releases read only HSA_OVERRIDE_GFX_VERSION.
-func EnvOverrideNode(node int) string { return EnvOverride + "_" + strconv.Itoa(node) }
+func EnvGfxOverrideNode(node int) string { return EnvGfxOverride + "_" + strconv.Itoa(node) }
 
-// EffectiveTarget applies ROCm's gfx overrides to the GPU whose libhsakmt node
+// EffectiveGfxTarget applies ROCm's gfx overrides to the GPU whose libhsakmt node
 // id is node and whose KFD topology reports the native gfx target version:
 // effective is the target ROCm loads code objects for, and source names the
 // variable that decided it ("" when neither is set, and effective is native).
@@ -38,11 +36,11 @@ func EnvOverrideNode(node int) string { return EnvOverride + "_" + strconv.Itoa(
 // fails its whole topology then, so ROCm finds no GPU at all. A minor or
 // stepping over 99 is an error too, because no gfx target has one and ROCR
 // fails to create the agent.
-func EffectiveTarget(native, node int, lookup func(string) (string, bool)) (effective int, source string, err error) {
-	name := EnvOverrideNode(node)
+func EffectiveGfxTarget(native, node int, lookup func(string) (string, bool)) (effective int, source string, err error) {
+	name := EnvGfxOverrideNode(node)
 	value, ok := lookup(name)
 	if !ok {
-		name = EnvOverride
+		name = EnvGfxOverride
 		if value, ok = lookup(name); !ok {
 			return native, "", nil
 		}
@@ -111,10 +109,10 @@ func scanUnsigned(s string) (v uint64, rest string, ok bool) {
 	return v, s[i:], true
 }
 
-// NodeIDs maps the PCI bus id of each GPU in the KFD topology under root to
+// KFDNodeIDs maps the PCI bus id of each GPU in the KFD topology under root to
 // the node id libhsakmt gives it: the n of HSA_OVERRIDE_GFX_VERSION_<n>, and
 // the node ROCR's agents are made from. dev is the device root (/dev, or
-// hostfs.Dev()).
+// Dev()).
 //
 // libhsakmt (hsakmt_topology_sysfs_get_system_props and
 // topology_sysfs_check_node_supported in libhsakmt/src/topology.c) numbers
@@ -131,12 +129,12 @@ func scanUnsigned(s string) (v uint64, rest string, ok bool) {
 // ROCm finds no GPU (an unreadable node, a GPU without drm_render_minor, a
 // render node it may not open: EACCES, for a user outside the render group),
 // or a missing topology (wrapping os.ErrNotExist).
-func NodeIDs(root, dev string) (map[string]int, error) {
+func KFDNodeIDs(root, dev string) (map[string]int, error) {
 	return nodeIDs(root, dev, os.ReadFile, openRenderNode)
 }
 
-// NodeIDsHost is NodeIDs for this host: Root() and hostfs.Dev().
-func NodeIDsHost() (map[string]int, error) { return NodeIDs(Root(), hostfs.Dev()) }
+// KFDNodeIDsHost is KFDNodeIDs for this host: Sys() and Dev().
+func KFDNodeIDsHost() (map[string]int, error) { return KFDNodeIDs(Sys(), Dev()) }
 
 func openRenderNode(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -146,7 +144,7 @@ func openRenderNode(path string) error {
 	return err
 }
 
-// nodeIDs is NodeIDs reading files with readFile and opening render nodes
+// nodeIDs is KFDNodeIDs reading files with readFile and opening render nodes
 // with open.
 func nodeIDs(root, dev string, readFile func(string) ([]byte, error), open func(string) error) (map[string]int, error) {
 	dir := filepath.Join(root, "class/kfd/kfd/topology/nodes")
@@ -199,7 +197,7 @@ func nodeIDs(root, dev string, readFile func(string) ([]byte, error), open func(
 	return ids, nil
 }
 
-// busID spells a node's PCI bus id as Node.PCIBusID does.
+// busID spells a node's PCI bus id as KFDNode.PCIBusID does.
 func busID(p map[string]uint64) string {
 	loc := p["location_id"]
 	return fmt.Sprintf("%04x:%02x:%02x.%x", p["domain"], loc>>8, (loc>>3)&0x1f, loc&7)

@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,45 +27,45 @@ func TestNodesAreGPUsMatchedByPCIBusID(t *testing.T) {
 	writeNode(t, root, 0, "cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n") // the CPU
 	writeNode(t, root, 1, "cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\nunique_id 17217756948692853760\n")
 	writeNode(t, root, 2, "cpu_cores_count 8\nsimd_count 48\nsimd_per_cu 4\ngfx_target_version 110003\nlocation_id 768\ndomain 1\nunique_id 0\n")
-	nodes, err := Nodes(root)
+	nodes, err := KFDNodes(root)
 	require.NoError(t, err)
 	require.Len(t, nodes, 2, "the CPU node is left out")
-	mi, ok := Find(nodes, "0000:C1:00.0")
+	mi, ok := FindKFDNode(nodes, "0000:C1:00.0")
 	require.True(t, ok, "bus ids match in any case")
-	assert.Equal(t, Node{PCIBusID: "0000:c1:00.0", GfxTarget: 90010, UniqueID: 17217756948692853760, ComputeUnits: 110}, mi)
-	apu, ok := Find(nodes, "0001:03:00.0")
+	assert.Equal(t, KFDNode{PCIBusID: "0000:c1:00.0", GfxTarget: 90010, UniqueID: 17217756948692853760, ComputeUnits: 110}, mi)
+	apu, ok := FindKFDNode(nodes, "0001:03:00.0")
 	require.True(t, ok)
 	assert.True(t, apu.Integrated)
-	_, ok = Find(nodes, "0000:99:00.0")
+	_, ok = FindKFDNode(nodes, "0000:99:00.0")
 	assert.False(t, ok)
-	_, err = Nodes(t.TempDir())
+	_, err = KFDNodes(t.TempDir())
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
 
 func TestArchAndOverride(t *testing.T) {
 	for version, want := range map[int]string{90010: "gfx90a", 100300: "gfx1030", 90402: "gfx942", 110000: "gfx1100", 90008: "gfx908"} {
-		assert.Equal(t, want, Arch(version))
+		assert.Equal(t, want, GfxArch(version))
 	}
-	t.Setenv(EnvOverride, "10.3.0")
-	v, ok, err := Override()
+	t.Setenv(EnvGfxOverride, "10.3.0")
+	v, ok, err := GfxOverride()
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, "gfx1030", Arch(v))
+	assert.Equal(t, "gfx1030", GfxArch(v))
 	for _, bad := range []string{"10.3", "ten.3.0", "9.0.100"} {
-		t.Setenv(EnvOverride, bad)
-		_, _, err := Override()
+		t.Setenv(EnvGfxOverride, bad)
+		_, _, err := GfxOverride()
 		assert.Error(t, err, bad)
 	}
-	t.Setenv(EnvOverride, "")
-	_, ok, err = Override()
+	t.Setenv(EnvGfxOverride, "")
+	_, ok, err = GfxOverride()
 	assert.False(t, ok)
 	assert.NoError(t, err)
 }
 
 func TestUUIDIsRocmSmis(t *testing.T) {
-	assert.Equal(t, "GPU-eef1c2b8a3d9e400", UUID(17217756948692853760))
-	assert.Equal(t, "GPU-00000000000000ff", UUID(255))
-	assert.Empty(t, UUID(0))
+	assert.Equal(t, "GPU-eef1c2b8a3d9e400", AMDUUID(17217756948692853760))
+	assert.Equal(t, "GPU-00000000000000ff", AMDUUID(255))
+	assert.Empty(t, AMDUUID(0))
 }
 
 func TestVRAM(t *testing.T) {
@@ -114,24 +113,24 @@ func TestOnlyDevKFDMeansAGPUWasGiven(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev, sys := t.TempDir(), t.TempDir()
-			t.Setenv(hostfs.EnvDevRoot, dev)
-			t.Setenv(hostfs.EnvSysfsRoot, sys)
+			t.Setenv(EnvDevRoot, dev)
+			t.Setenv(EnvSysfsRoot, sys)
 			if tc.kfdNode {
 				require.NoError(t, os.WriteFile(filepath.Join(dev, "kfd"), nil, 0o644))
 			}
 			if tc.sysfs {
 				writeNode(t, sys, 1, "cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\n")
 			}
-			present, evidence := Present()
+			present, evidence := KFDPresent()
 			assert.Equal(t, tc.present, present)
 			assert.Contains(t, evidence, tc.evidenceContains)
 		})
 	}
 }
 
-// FuzzNodes checks Nodes on any properties file of a GPU node: it reads the
+// FuzzNodes checks KFDNodes on any properties file of a GPU node: it reads the
 // same every time, each node it returns is a GPU with a gfx target and a
-// lower-case PCI bus id that Find finds in any case, and an error names the
+// lower-case PCI bus id that FindKFDNode finds in any case, and an error names the
 // file.
 func FuzzNodes(f *testing.F) {
 	f.Add("cpu_cores_count 0\nsimd_count 440\nsimd_per_cu 4\ngfx_target_version 90010\nlocation_id 49408\ndomain 0\nunique_id 17217756948692853760\n")
@@ -141,8 +140,8 @@ func FuzzNodes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, props string) {
 		root := t.TempDir()
 		writeNode(t, root, 1, props)
-		nodes, err := Nodes(root)
-		again, err2 := Nodes(root)
+		nodes, err := KFDNodes(root)
+		again, err2 := KFDNodes(root)
 		if !reflect.DeepEqual(nodes, again) || (err == nil) != (err2 == nil) {
 			t.Fatalf("two reads differ: %v, %v; %v, %v", nodes, err, again, err2)
 		}
@@ -156,8 +155,8 @@ func FuzzNodes(f *testing.F) {
 			if n.GfxTarget <= 0 || n.ComputeUnits < 0 || n.PCIBusID != strings.ToLower(n.PCIBusID) {
 				t.Fatalf("%q reads as %+v", props, n)
 			}
-			if found, ok := Find(nodes, strings.ToUpper(n.PCIBusID)); !ok || !reflect.DeepEqual(found, n) {
-				t.Fatalf("Find misses %+v", n)
+			if found, ok := FindKFDNode(nodes, strings.ToUpper(n.PCIBusID)); !ok || !reflect.DeepEqual(found, n) {
+				t.Fatalf("FindKFDNode misses %+v", n)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// env is a fake environment for EffectiveTarget.
+// env is a fake environment for EffectiveGfxTarget.
 func env(vars map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		v, ok := vars[name]
@@ -23,8 +23,8 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 func TestEnvOverrideNodeAppendsTheNodeID(t *testing.T) {
-	assert.Equal(t, "HSA_OVERRIDE_GFX_VERSION_1", EnvOverrideNode(1))
-	assert.Equal(t, "HSA_OVERRIDE_GFX_VERSION_12", EnvOverrideNode(12))
+	assert.Equal(t, "HSA_OVERRIDE_GFX_VERSION_1", EnvGfxOverrideNode(1))
+	assert.Equal(t, "HSA_OVERRIDE_GFX_VERSION_12", EnvGfxOverrideNode(12))
 }
 
 func TestEffectiveTargetFollowsLibhsakmt(t *testing.T) {
@@ -61,7 +61,7 @@ func TestEffectiveTargetFollowsLibhsakmt(t *testing.T) {
 		{"stepping over 99 names no target", map[string]string{"HSA_OVERRIDE_GFX_VERSION": "9.0.100"}, 0, "HSA_OVERRIDE_GFX_VERSION", "9.0.100 names no gfx target"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			effective, source, err := EffectiveTarget(native, node, env(tc.vars))
+			effective, source, err := EffectiveGfxTarget(native, node, env(tc.vars))
 			assert.Equal(t, tc.source, source, "source")
 			if tc.err != "" {
 				require.Error(t, err)
@@ -182,7 +182,7 @@ func TestNodeIDsNumberTheNodesLibhsakmtCanUse(t *testing.T) {
 }
 
 func TestNodeIDsWithoutTopologyIsNotExist(t *testing.T) {
-	_, err := NodeIDs(t.TempDir(), t.TempDir())
+	_, err := KFDNodeIDs(t.TempDir(), t.TempDir())
 	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
 }
 
@@ -195,17 +195,17 @@ func FuzzEffectiveTarget(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		const native = 100302
-		got, source, err := EffectiveTarget(native, 1, env(map[string]string{EnvOverride: value}))
+		got, source, err := EffectiveGfxTarget(native, 1, env(map[string]string{EnvGfxOverride: value}))
 		if err != nil {
-			if source != EnvOverride || !strings.Contains(err.Error(), EnvOverride) {
+			if source != EnvGfxOverride || !strings.Contains(err.Error(), EnvGfxOverride) {
 				t.Fatalf("%q: %v names %q", value, err, source)
 			}
 			return
 		}
-		if got <= 0 || source != EnvOverride {
+		if got <= 0 || source != EnvGfxOverride {
 			t.Fatalf("%q reads as %d from %q", value, got, source)
 		}
-		again, _, err := EffectiveTarget(native, 1, env(map[string]string{EnvOverride: fmt.Sprintf("%d.%d.%d", got/10000, got/100%100, got%100)}))
+		again, _, err := EffectiveGfxTarget(native, 1, env(map[string]string{EnvGfxOverride: fmt.Sprintf("%d.%d.%d", got/10000, got/100%100, got%100)}))
 		if err != nil || again != got {
 			t.Fatalf("%q reads as %d, which reads back as %d (%v)", value, got, again, err)
 		}

@@ -1,6 +1,6 @@
 //go:build race
 
-package hostmem
+package host
 
 // raceEnabled: the race detector's hooks in syscall.Read allocate.
 const raceEnabled = true

@@ -1,16 +1,4 @@
-// Package kfd reads what the amdgpu kernel driver publishes in sysfs about AMD
-// GPUs, which needs no HIP call: the KFD topology
-// (/sys/class/kfd/kfd/topology/nodes/*/properties) for each GPU's gfx target,
-// unique id and compute units, and the PCI device's VRAM counters
-// (/sys/bus/pci/devices/*/mem_info_vram_*). The hip backend uses it because
-// hipDeviceProp_t changed layout between ROCm majors.
-//
-// KFD nodes are not numbered like HIP ordinals, and a container sees every GPU
-// of the host there, so nodes are matched to devices by PCI bus id, never by
-// index. HSA_OVERRIDE_GFX_VERSION is applied as HIP applies it. Problem says
-// what keeps a process from opening /dev/kfd, the commonest reason ROCm finds
-// no GPU.
-package kfd
+package host
 
 import (
 	"bufio"
@@ -21,19 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 )
 
-// EnvOverride is ROCm's own variable that makes HIP treat every GPU as another
+// EnvGfxOverride is ROCm's own variable that makes HIP treat every GPU as another
 // gfx target, such as "10.3.0" for gfx1030.
-const EnvOverride = "HSA_OVERRIDE_GFX_VERSION"
+const EnvGfxOverride = "HSA_OVERRIDE_GFX_VERSION"
 
-// Root returns the sysfs root: hostfs.Sys, GPUINIT_SYSFS_ROOT or /sys.
-func Root() string { return hostfs.Sys() }
-
-// Node is one GPU node of the KFD topology.
-type Node struct {
+// KFDNode is one GPU node of the KFD topology.
+type KFDNode struct {
 	PCIBusID     string // dddd:bb:dd.f, lower case
 	GfxTarget    int    // gfx_target_version: 90010 for gfx90a
 	UniqueID     uint64 // 0 where the GPU has none
@@ -41,10 +24,10 @@ type Node struct {
 	Integrated   bool // an APU: its node also has CPU cores
 }
 
-// Nodes reads the GPU nodes of the KFD topology under root. CPU-only nodes
+// KFDNodes reads the GPU nodes of the KFD topology under root. CPU-only nodes
 // (gfx_target_version 0) are left out. A missing topology is an error
 // wrapping os.ErrNotExist.
-func Nodes(root string) ([]Node, error) {
+func KFDNodes(root string) ([]KFDNode, error) {
 	dirs, err := filepath.Glob(filepath.Join(root, "class/kfd/kfd/topology/nodes/*/properties"))
 	if err != nil {
 		return nil, err
@@ -52,7 +35,7 @@ func Nodes(root string) ([]Node, error) {
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("kfd: no topology under %s: %w", root, os.ErrNotExist)
 	}
-	var nodes []Node
+	var nodes []KFDNode
 	for _, path := range dirs {
 		p, err := readProperties(path)
 		if err != nil {
@@ -69,7 +52,7 @@ func Nodes(root string) ([]Node, error) {
 			}
 		}
 		loc := p["location_id"]
-		n := Node{
+		n := KFDNode{
 			PCIBusID:   fmt.Sprintf("%04x:%02x:%02x.%x", p["domain"], loc>>8, (loc>>3)&0x1f, loc&7),
 			GfxTarget:  int(p["gfx_target_version"]),
 			UniqueID:   p["unique_id"],
@@ -108,50 +91,50 @@ func readProperties(path string) (map[string]uint64, error) {
 	return p, nil
 }
 
-// Find returns the node with the given PCI bus id (any case).
-func Find(nodes []Node, pciBusID string) (Node, bool) {
+// FindKFDNode returns the node with the given PCI bus id (any case).
+func FindKFDNode(nodes []KFDNode, pciBusID string) (KFDNode, bool) {
 	id := strings.ToLower(pciBusID)
 	for _, n := range nodes {
 		if n.PCIBusID == id {
 			return n, true
 		}
 	}
-	return Node{}, false
+	return KFDNode{}, false
 }
 
-// Arch names a gfx target version as ROCm does: 90010 is "gfx90a" (major 9,
+// GfxArch names a gfx target version as ROCm does: 90010 is "gfx90a" (major 9,
 // minor 0, stepping 10 in hex), 100300 is "gfx1030", 90402 is "gfx942".
-func Arch(version int) string {
+func GfxArch(version int) string {
 	major, minor, stepping := version/10000, version/100%100, version%100
 	return fmt.Sprintf("gfx%d%d%x", major, minor, stepping)
 }
 
-// Override parses HSA_OVERRIDE_GFX_VERSION ("major.minor.stepping", such as
+// GfxOverride parses HSA_OVERRIDE_GFX_VERSION ("major.minor.stepping", such as
 // "10.3.0") into a gfx target version; ok is false when it is unset, and err
 // non-nil when it does not parse.
-func Override() (version int, ok bool, err error) {
-	v := strings.TrimSpace(os.Getenv(EnvOverride))
+func GfxOverride() (version int, ok bool, err error) {
+	v := strings.TrimSpace(os.Getenv(EnvGfxOverride))
 	if v == "" {
 		return 0, false, nil
 	}
 	parts := strings.Split(v, ".")
 	if len(parts) != 3 {
-		return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvOverride, v)
+		return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvGfxOverride, v)
 	}
 	var n [3]int
 	for i, s := range parts {
 		x, err := strconv.Atoi(s)
 		if err != nil || x < 0 || (i > 0 && x > 99) {
-			return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvOverride, v)
+			return 0, false, fmt.Errorf("kfd: %s=%q: want major.minor.stepping, such as 10.3.0", EnvGfxOverride, v)
 		}
 		n[i] = x
 	}
 	return n[0]*10000 + n[1]*100 + n[2], true, nil
 }
 
-// UUID spells a unique id as rocm-smi and ROCR_VISIBLE_DEVICES do: "GPU-" and
+// AMDUUID spells a unique id as rocm-smi and ROCR_VISIBLE_DEVICES do: "GPU-" and
 // 16 hex digits; "" for a GPU without one.
-func UUID(uniqueID uint64) string {
+func AMDUUID(uniqueID uint64) string {
 	if uniqueID == 0 {
 		return ""
 	}
@@ -183,10 +166,10 @@ func readUint(path string) (uint64, error) {
 	return v, nil
 }
 
-// Problem says what is wrong with /dev/kfd, the device node every ROCm
+// KFDProblem says what is wrong with /dev/kfd, the device node every ROCm
 // process opens, or "" when it can be opened.
-func Problem() string {
-	return problemAt(filepath.Join(hostfs.Dev(), "kfd"), func(path string) error {
+func KFDProblem() string {
+	return problemAt(filepath.Join(Dev(), "kfd"), func(path string) error {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err == nil {
 			f.Close()
@@ -195,16 +178,16 @@ func Problem() string {
 	})
 }
 
-// Present reports whether this process is given an AMD GPU: /dev/kfd exists.
+// KFDPresent reports whether this process is given an AMD GPU: /dev/kfd exists.
 // The KFD topology in sysfs is not one: a pod on an AMD node that was given no
 // GPU sees every GPU of the host there, and no wait changes that. evidence
 // says what was seen, either way, for a message.
-func Present() (present bool, evidence string) {
-	path := filepath.Join(hostfs.Dev(), "kfd")
+func KFDPresent() (present bool, evidence string) {
+	path := filepath.Join(Dev(), "kfd")
 	if exists(path) {
 		return true, path + " exists"
 	}
-	if nodes, err := Nodes(Root()); err == nil && len(nodes) > 0 {
+	if nodes, err := KFDNodes(Sys()); err == nil && len(nodes) > 0 {
 		return false, fmt.Sprintf("no %s, though the KFD topology lists %d GPU(s): this process was given none", path, len(nodes))
 	}
 	return false, "no " + path + " and no KFD topology"
@@ -215,7 +198,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// problemAt is Problem for the device node at path, opened with open.
+// problemAt is KFDProblem for the device node at path, opened with open.
 func problemAt(path string, open func(string) error) string {
 	err := open(path)
 	switch {

@@ -1,4 +1,4 @@
-package nvmodule
+package host
 
 import (
 	"os"
@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 )
 
-// host builds a fake /dev and /proc with the given files and points hostfs at
+// host builds a fake /dev and /proc with the given files and points Dev and Proc at
 // them.
 func host(t *testing.T, files ...string) {
 	t.Helper()
@@ -29,8 +28,8 @@ func host(t *testing.T, files ...string) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv(hostfs.EnvDevRoot, dev)
-	t.Setenv(hostfs.EnvProcRoot, proc)
+	t.Setenv(EnvDevRoot, dev)
+	t.Setenv(EnvProcRoot, proc)
 }
 
 func TestWhatTheKernelSideShows(t *testing.T) {
@@ -49,7 +48,7 @@ func TestWhatTheKernelSideShows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			host(t, tc.files...)
-			s := Read()
+			s := ReadNVModule()
 			present, evidence := s.Present()
 			assert.Equal(t, tc.present, present, "present")
 			assert.NotEmpty(t, evidence, "the evidence is said either way")
@@ -67,14 +66,14 @@ func TestWhatTheKernelSideShows(t *testing.T) {
 
 func TestGPUNodesAreOnlyTheNumberedOnes(t *testing.T) {
 	host(t, "nvidiactl", "nvidia0", "nvidia12", "nvidia-uvm", "nvidia-modeset", "nvidia-caps")
-	s := Read()
+	s := ReadNVModule()
 	assert.Len(t, s.GPUs, 2)
 	assert.Equal(t, "nvidia0", filepath.Base(s.GPUs[0]))
 	assert.Equal(t, "nvidia12", filepath.Base(s.GPUs[1]))
 	assert.True(t, s.UVM)
 }
 
-// FuzzRead checks Read on any /proc/driver/nvidia/version: a version file
+// FuzzRead checks ReadNVModule on any /proc/driver/nvidia/version: a version file
 // that is there means the module is loaded, whatever it holds, and its line
 // is one short line.
 func FuzzRead(f *testing.F) {
@@ -90,10 +89,10 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Setenv(hostfs.EnvDevRoot, t.TempDir())
-		t.Setenv(hostfs.EnvProcRoot, proc)
-		s := Read()
-		if !reflect.DeepEqual(s, Read()) {
+		t.Setenv(EnvDevRoot, t.TempDir())
+		t.Setenv(EnvProcRoot, proc)
+		s := ReadNVModule()
+		if !reflect.DeepEqual(s, ReadNVModule()) {
 			t.Fatal("two reads differ")
 		}
 		if strings.ContainsAny(s.Module, "\r\n") || len(s.Module) > maxVersionLine {

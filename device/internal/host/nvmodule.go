@@ -1,10 +1,4 @@
-// Package nvmodule reads what the NVIDIA kernel module publishes without any
-// library call: /proc/driver/nvidia/version, which exists only while the
-// module is loaded, and the device nodes /dev/nvidiactl, /dev/nvidia-uvm and
-// /dev/nvidia0 and on. It tells "no module" from "no device" (libcuda answers
-// 100 to both) and "not yet" from "no GPU here" (device nodes without a device
-// the driver will give).
-package nvmodule
+package host
 
 import (
 	"bytes"
@@ -14,12 +8,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 )
 
-// State is what the kernel side shows.
-type State struct {
+// NVModule is what the kernel side shows.
+type NVModule struct {
 	Loaded  bool     // /proc/driver/nvidia/version exists: the module is loaded
 	Module  string   // the first line of that file, trimmed, for messages; "" when it has none
 	Control bool     // /dev/nvidiactl exists
@@ -27,16 +19,16 @@ type State struct {
 	GPUs    []string // the /dev/nvidiaN nodes, sorted
 }
 
-// Read reads the state under hostfs's roots.
-func Read() State {
-	dev := hostfs.Dev()
-	var s State
-	s.Loaded, s.Module = versionLine(filepath.Join(hostfs.Proc(), "driver/nvidia/version"))
+// ReadNVModule reads the state under the roots Dev and Proc.
+func ReadNVModule() NVModule {
+	dev := Dev()
+	var s NVModule
+	s.Loaded, s.Module = versionLine(filepath.Join(Proc(), "driver/nvidia/version"))
 	s.Control = exists(filepath.Join(dev, "nvidiactl"))
 	s.UVM = exists(filepath.Join(dev, "nvidia-uvm"))
 	matches, _ := filepath.Glob(filepath.Join(dev, "nvidia[0-9]*"))
 	for _, m := range matches {
-		if gpuNode.MatchString(filepath.Base(m)) {
+		if nvidiaNode.MatchString(filepath.Base(m)) {
 			s.GPUs = append(s.GPUs, m)
 		}
 	}
@@ -44,16 +36,16 @@ func Read() State {
 	return s
 }
 
-var gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)
+var nvidiaNode = regexp.MustCompile(`^nvidia[0-9]+$`)
 
-// maxVersionLine bounds the module's version line that Read keeps.
+// maxVersionLine bounds the module's version line that ReadNVModule keeps.
 const maxVersionLine = 4096
 
 // Present reports whether this process is given an NVIDIA GPU: a GPU device
 // node (/dev/nvidiaN) exists. The loaded module alone is not one: a container
 // given no GPU sees the host's /proc/driver/nvidia/version but no node, and no
 // wait changes that. evidence says what was seen, either way, for a message.
-func (s State) Present() (present bool, evidence string) {
+func (s NVModule) Present() (present bool, evidence string) {
 	switch {
 	case len(s.GPUs) > 0:
 		return true, strings.Join(s.GPUs, ", ") + " exist"
@@ -65,7 +57,7 @@ func (s State) Present() (present bool, evidence string) {
 
 // Problem says what the kernel side lacks for a process to use a GPU, or ""
 // when nothing is missing that can be seen from here.
-func (s State) Problem() string {
+func (s NVModule) Problem() string {
 	switch {
 	case !s.Loaded && !s.Control && len(s.GPUs) == 0:
 		return "the NVIDIA kernel module is not loaded (there is no /proc/driver/nvidia/version nor /dev/nvidiactl): install the driver's kernel module, or modprobe nvidia; in a container, run with --gpus all and the NVIDIA container toolkit"
@@ -77,11 +69,6 @@ func (s State) Problem() string {
 		return "there is no /dev/nvidia-uvm: CUDA needs the nvidia_uvm module (modprobe nvidia_uvm, or nvidia-modprobe -u -c=0)"
 	}
 	return ""
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // versionLine reads the version file at path: whether it is there, and its

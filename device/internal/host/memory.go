@@ -1,51 +1,43 @@
-// Package hostmem reads the host's memory as the kernel accounts it, from
-// /proc/meminfo (under GPUINIT_PROC_ROOT where that is set): MemAvailable,
-// what can be had without swapping (page cache counts as available; MemFree
-// does not, which is why a CUDA runtime that reports MemFree on Jetson and
-// GB10 refuses to start with a full page cache), and MemTotal. It is for GPUs
-// that share the host's memory. Read allocates nothing.
-package hostmem
+package host
 
 import (
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
-
-	"github.com/gpuinit/gpuinit/device/internal/hostfs"
 )
 
 // ErrNoMemAvailable is returned for a meminfo without MemAvailable (kernels
 // before 3.14).
 var ErrNoMemAvailable = errors.New("hostmem: /proc/meminfo has no MemAvailable")
 
-// path is /proc/meminfo under the process's proc root, NUL-terminated for the
+// meminfoPath is /proc/meminfo under the process's proc root, NUL-terminated for the
 // system call, read once: the root is the process's for its life.
-var path = sync.OnceValue(func() []byte { return append([]byte(filepath.Join(hostfs.Proc(), "meminfo")), 0) })
+var meminfoPath = sync.OnceValue(func() []byte { return append([]byte(filepath.Join(Proc(), "meminfo")), 0) })
 
-// Read returns the host's available and total memory in bytes.
-func Read() (available, total uint64, err error) {
+// ReadMemory returns the host's available and total memory in bytes.
+func ReadMemory() (available, total uint64, err error) {
 	var buf [8192]byte
-	n, err := readFile(path(), buf[:])
+	n, err := readFile(meminfoPath(), buf[:])
 	if err != nil {
-		return 0, 0, fmt.Errorf("hostmem: reading %s: %w", path()[:len(path())-1], err)
+		return 0, 0, fmt.Errorf("hostmem: reading %s: %w", meminfoPath()[:len(meminfoPath())-1], err)
 	}
-	return parse(buf[:n])
+	return parseMeminfo(buf[:n])
 }
 
-// ReadAt is Read of root/meminfo, for tests; it allocates.
-func ReadAt(root string) (available, total uint64, err error) {
+// ReadMemoryAt is ReadMemory of root/meminfo, for tests; it allocates.
+func ReadMemoryAt(root string) (available, total uint64, err error) {
 	var buf [8192]byte
 	n, err := readFile(append([]byte(filepath.Join(root, "meminfo")), 0), buf[:])
 	if err != nil {
 		return 0, 0, err
 	}
-	return parse(buf[:n])
+	return parseMeminfo(buf[:n])
 }
 
-// parse reads MemAvailable and MemTotal ("MemTotal:  131072 kB") from
+// parseMeminfo reads MemAvailable and MemTotal ("MemTotal:  131072 kB") from
 // meminfo's text.
-func parse(b []byte) (available, total uint64, err error) {
+func parseMeminfo(b []byte) (available, total uint64, err error) {
 	var haveAvail, haveTotal bool
 	for len(b) > 0 {
 		line := b
@@ -99,13 +91,13 @@ func indexByte(b []byte, c byte) int {
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 
-// Path returns path NUL-terminated, for ReadCounter: build it once, read it
+// CounterPath returns path NUL-terminated, for ReadCounter: build it once, read it
 // often.
-func Path(path string) []byte { return append([]byte(path), 0) }
+func CounterPath(path string) []byte { return append([]byte(path), 0) }
 
 // ReadCounter reads the decimal number a sysfs counter file holds (amdgpu's
 // mem_info_vram_used, say), allocating nothing but on failure. path is
-// NUL-terminated (Path).
+// NUL-terminated (CounterPath).
 func ReadCounter(path []byte) (uint64, error) {
 	var buf [64]byte
 	n, err := readFile(path, buf[:])

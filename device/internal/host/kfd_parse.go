@@ -1,4 +1,4 @@
-package kfd
+package host
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"strings"
 )
 
-// ParseTarget reads a gfx target name ("gfx90a", "gfx1100", "gfx942", with or
+// ParseGfxTarget reads a gfx target name ("gfx90a", "gfx1100", "gfx942", with or
 // without ":xnack-" features) as a gfx target version (90010, 110000,
 // 90402): the last character is the stepping in hex, the one before it the
-// minor, a decimal digit (no target has a minor past 9, and TargetName
-// spells it in decimal), the rest the major in decimal. It is TargetName's
+// minor, a decimal digit (no target has a minor past 9, and GfxTargetName
+// spells it in decimal), the rest the major in decimal. It is GfxTargetName's
 // inverse.
-func ParseTarget(name string) (int, error) {
+func ParseGfxTarget(name string) (int, error) {
 	s, _, _ := strings.Cut(strings.TrimSpace(name), ":")
 	digits, ok := strings.CutPrefix(s, "gfx")
 	if !ok || len(digits) < 3 {

@@ -1,5 +1,5 @@
 //go:build !race
 
-package hostmem
+package host
 
 const raceEnabled = false
