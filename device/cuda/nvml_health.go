@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/xid"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
 // The NVML event types the watch registers for.
@@ -61,7 +61,7 @@ func (b *Backend) watchTiming() watchTiming {
 // WatchHealth watches the devices' NVML events (Xid critical errors, single-
 // and double-bit ECC, the GPU's unavailability and its recovery action)
 // until ctx ends: an Xid is classified by NVIDIA's Xid catalog
-// (device/internal/xid: one that needs a reset, a reboot or service loses
+// (device/internal/drivercodes: one that needs a reset, a reboot or service loses
 // the device, an application's error is counted); a double-bit ECC error
 // loses the device and a single-bit one is counted; a GPU-unavailable event
 // loses it (driver.HealthReset). Each device's counters (ECC mode and
@@ -257,7 +257,7 @@ func (w *nvmlWatch) event(ordinal int, h C.nvmlDevice_t, typ, data uint64) {
 func eventOf(ordinal int, typ, data uint64) driver.HealthEvent {
 	switch {
 	case typ&eventXid != 0:
-		return xid.Event(ordinal, int(data), time.Now())
+		return drivercodes.XidEvent(ordinal, int(data), time.Now())
 	case typ&eventDoubleBitECC != 0:
 		return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthLose, Name: "uncorrected", At: time.Now(),
 			Message: "a double-bit (uncorrectable) ECC error",

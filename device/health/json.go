@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/errkind"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -150,7 +150,7 @@ func ErrorOf(err error) *Error {
 			out.Message = strings.Replace(out.Message, "; "+de.Hint, "", 1)
 		}
 	}
-	out.Kind = errkind.Of(lead)
+	out.Kind = drivercodes.KindOf(lead)
 	var deferred *lazy.DeferredError
 	var initErr *lazy.InitError
 	switch {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/xid"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
 // WatchHealth watches the simulated devices until ctx ends: every device is
@@ -56,7 +56,7 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 // the device; 13, an application's error, is counted). It returns once every
 // watch has taken the event, or has stopped.
 func (b *Backend) InjectXid(ordinal, code int) {
-	b.InjectHealthEvent(xid.Event(ordinal, code, time.Now()))
+	b.InjectHealthEvent(drivercodes.XidEvent(ordinal, code, time.Now()))
 }
 
 // InjectHealthEvent has every health watch running on b report ev (an ECC

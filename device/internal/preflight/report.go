@@ -15,7 +15,7 @@ import (
 	"io"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/errkind"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
 // EnvChild marks a preflight child: it names the backend to check. The
@@ -60,7 +60,7 @@ type ReportedError struct {
 
 // ErrorOf is err, for the pipe.
 func ErrorOf(err error) *ReportedError {
-	re := &ReportedError{Message: err.Error(), Kind: errkind.Of(err)}
+	re := &ReportedError{Message: err.Error(), Kind: drivercodes.KindOf(err)}
 	var de *driver.DriverError
 	if errors.As(err, &de) {
 		re.Driver, re.Backend, re.Op, re.Code, re.Name, re.Hint, re.Text, re.Detail, re.Sticky =
@@ -72,7 +72,7 @@ func ErrorOf(err error) *ReportedError {
 // Rebuild is the child's error in the parent: a *driver.DriverError again
 // where it was one, matching the same sentinel.
 func (re *ReportedError) Rebuild() error {
-	sentinel := errkind.Sentinel(re.Kind)
+	sentinel := drivercodes.KindSentinel(re.Kind)
 	switch {
 	case re.Driver:
 		return &driver.DriverError{Backend: re.Backend, Op: re.Op, Code: re.Code, Name: re.Name, Message: re.Text,

@@ -1,8 +1,8 @@
-package xid
+package drivercodes
 
 import "strconv"
 
-// CatalogVersion names the edition of NVIDIA's Xid catalog that the table
+// XidCatalogVersion names the edition of NVIDIA's Xid catalog that the table
 // holds: "Analyzing Xid Errors with the Xid Catalog", part of NVIDIA's "XID
 // Errors" guide,
 // https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, and
@@ -16,34 +16,34 @@ import "strconv"
 // The table was checked row by row against a transcription of the
 // spreadsheet made on 2025-10-29, and its rows for the codes a watcher most
 // meets against a later copy of the page.
-const CatalogVersion = "2025-10 (Xid 1-172, R575)"
+const XidCatalogVersion = "2025-10 (Xid 1-172, R575)"
 
-// Action is what an Xid asks of a server that serves on the GPU.
-type Action int
+// XidAction is what an Xid asks of a server that serves on the GPU.
+type XidAction int
 
-// The actions. Count is the zero value.
+// The actions. XidCount is the zero value.
 const (
-	Count  Action = iota // an application's error, or one that clears: counted against the device, which stays ready
-	Lose                 // the GPU needs a reset, a reboot, or service: the device is lost for this process
-	Ignore               // informational: not even counted
+	XidCount  XidAction = iota // an application's error, or one that clears: counted against the device, which stays ready
+	XidLose                    // the GPU needs a reset, a reboot, or service: the device is lost for this process
+	XidIgnore                  // informational: not even counted
 )
 
 // String returns "count", "lose" or "ignore", or "Action(n)" for any other
 // value.
-func (a Action) String() string {
+func (a XidAction) String() string {
 	switch a {
-	case Count:
+	case XidCount:
 		return "count"
-	case Lose:
+	case XidLose:
 		return "lose"
-	case Ignore:
+	case XidIgnore:
 		return "ignore"
 	}
 	return "Action(" + strconv.Itoa(int(a)) + ")"
 }
 
-// Entry is one row of the catalog's "Xids" sheet.
-type Entry struct {
+// XidEntry is one row of the catalog's "Xids" sheet.
+type XidEntry struct {
 	Code          int
 	Mnemonic      string // the catalog's, e.g. "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
 	Description   string // e.g. "GPU has fallen off the bus"; "Unused" for a code no longer raised on Ampere and newer
@@ -91,44 +91,44 @@ const (
 const unusedDescription = "Unused"
 
 // bucketActions maps each immediate bucket to its action, by the rules at
-// Entry.Action, which refines two of them.
-var bucketActions = map[string]Action{
-	restartApp:       Count,
-	ignoreBucket:     Count,
-	workflowXid45:    Count,
-	xid154Bucket:     Count,
-	checkUVM:         Count,
-	resetGPU:         Lose,
-	restartVM:        Lose,
-	restartBM:        Lose,
-	checkMechanicals: Lose,
-	updateSWFW:       Lose,
-	contactSupport:   Lose,
-	workflowXid48:    Lose,
-	workflowNVLink:   Lose,
-	workflowNVLink5:  Lose,
+// XidEntry.Action, which refines two of them.
+var bucketActions = map[string]XidAction{
+	restartApp:       XidCount,
+	ignoreBucket:     XidCount,
+	workflowXid45:    XidCount,
+	xid154Bucket:     XidCount,
+	checkUVM:         XidCount,
+	resetGPU:         XidLose,
+	restartVM:        XidLose,
+	restartBM:        XidLose,
+	checkMechanicals: XidLose,
+	updateSWFW:       XidLose,
+	contactSupport:   XidLose,
+	workflowXid48:    XidLose,
+	workflowNVLink:   XidLose,
+	workflowNVLink5:  XidLose,
 }
 
 // Action returns what e asks of a server on the GPU. It follows e's immediate
 // bucket, refined by its investigatory bucket (for IGNORE) and by whether the
 // code is unused (for CONTACT_SUPPORT):
 //
-//   - RESTART_APP is an application's error: Count. The GPU serves on; a
+//   - RESTART_APP is an application's error: XidCount. The GPU serves on; a
 //     server whose own context took the error sees it as a sticky driver
 //     error on its next call.
 //   - RESET_GPU, RESTART_VM and RESTART_BM recover only by a reset or a
 //     reboot, CHECK_MECHANICALS (seating, power) and UPDATE_SWFW (driver and
-//     firmware) only by service: Lose.
+//     firmware) only by service: XidLose.
 //   - WORKFLOW_XID_48 (an uncorrectable ECC error) ends in a reset either
-//     way: Lose. WORKFLOW_NVLINK_ERR and WORKFLOW_NVLINK5_ERR tell the fatal
+//     way: XidLose. WORKFLOW_NVLINK_ERR and WORKFLOW_NVLINK5_ERR tell the fatal
 //     from the benign by registers in the Xid's message, which an NVML event
 //     does not carry; the catalog says Xid 74 needs a reset or reboot to
 //     clear, and a GPU- or link-fatal one of 144-150 leaves the GPU in a
-//     "reset required" state: Lose, which over-reports their benign subcodes.
-//   - CONTACT_SUPPORT: Lose, but Count for a code the catalog marks "Unused",
+//     "reset required" state: XidLose, which over-reports their benign subcodes.
+//   - CONTACT_SUPPORT: XidLose, but XidCount for a code the catalog marks "Unused",
 //     which should not be raised at all on Ampere and newer: like an unknown
 //     code, it is counted rather than trusted to take a GPU out of service.
-//   - IGNORE: Count, and Ignore only when the investigatory bucket is IGNORE
+//   - IGNORE: XidCount, and XidIgnore only when the investigatory bucket is IGNORE
 //     too. An IGNORE Xid needs no recovery, but most still ask for
 //     investigation if they recur (43, an application's fault; 92, a high
 //     single-bit ECC rate; 157, a failed resource retirement), which a count
@@ -138,9 +138,9 @@ var bucketActions = map[string]Action{
 //     Control-C or a kill raises it too), XID_154 (a summary that always
 //     comes with the Xid it summarizes) and CHECK_UVM (reset only where UVM or
 //     vGPU is in use; its one Xid, 159, is a sympathetic C2C error) defer to
-//     the other Xid or to state this package cannot see: Count.
+//     the other Xid or to state this package cannot see: XidCount.
 //   - No bucket (the catalog's newest rows, 162-172, give prose only) and an
-//     unknown bucket: Count.
+//     unknown bucket: XidCount.
 //
 // One exception is made to the buckets: 94, a contained ECC error, loses the
 // device as 95 (uncontained) does, though the catalog buckets it RESTART_APP
@@ -152,57 +152,57 @@ var bucketActions = map[string]Action{
 // The watcher sees only the code: where the catalog's action hangs on the
 // rest of the Xid's message or on other Xids, these rules take the reading
 // that the code alone supports.
-func (e Entry) Action() Action {
+func (e XidEntry) Action() XidAction {
 	if alwaysLose[e.Code] {
-		return Lose
+		return XidLose
 	}
 	switch e.Immediate {
 	case ignoreBucket:
 		if e.Investigatory == ignoreBucket {
-			return Ignore
+			return XidIgnore
 		}
 	case contactSupport:
 		if e.Description == unusedDescription {
-			return Count
+			return XidCount
 		}
 	}
 	if a, ok := bucketActions[e.Immediate]; ok {
 		return a
 	}
-	return Count
+	return XidCount
 }
 
-// Lookup returns the catalog's entry for code, and whether it lists code.
-func Lookup(code int) (Entry, bool) {
+// LookupXid returns the catalog's entry for code, and whether it lists code.
+func LookupXid(code int) (XidEntry, bool) {
 	if code < 1 || code > len(catalog) {
-		return Entry{}, false
+		return XidEntry{}, false
 	}
 	return catalog[code-1], true
 }
 
-// unknownMnemonic is the Mnemonic of the entry Classify makes up for a code
+// unknownMnemonic is the Mnemonic of the entry ClassifyXid makes up for a code
 // the catalog does not list.
 const unknownMnemonic = "UNKNOWN_XID"
 
-// Classify returns the entry and action for any code. A code the catalog
+// ClassifyXid returns the entry and action for any code. A code the catalog
 // does not list (a newer driver's, say) gets a synthetic entry, Mnemonic
-// "UNKNOWN_XID" and no buckets, and Count: it is counted against the device,
+// "UNKNOWN_XID" and no buckets, and XidCount: it is counted against the device,
 // which stays ready, because a guess should not take a GPU out of service. An
 // Xid that truly breaks the GPU also fails the server's own driver calls or
-// its readiness canary, and those lose the device. Classify(code) agrees with
-// Lookup(code) and Entry.Action wherever Lookup finds the code.
-func Classify(code int) (Entry, Action) {
-	if e, ok := Lookup(code); ok {
+// its readiness canary, and those lose the device. ClassifyXid(code) agrees with
+// LookupXid(code) and XidEntry.Action wherever LookupXid finds the code.
+func ClassifyXid(code int) (XidEntry, XidAction) {
+	if e, ok := LookupXid(code); ok {
 		return e, e.Action()
 	}
-	e := Entry{
+	e := XidEntry{
 		Code:        code,
 		Mnemonic:    unknownMnemonic,
-		Description: "not in the Xid catalog " + CatalogVersion,
+		Description: "not in the Xid catalog " + XidCatalogVersion,
 	}
 	return e, e.Action()
 }
 
 // alwaysLose are the codes that lose the device whatever their bucket; see
-// Entry.Action.
+// XidEntry.Action.
 var alwaysLose = map[int]bool{94: true}

@@ -1,8 +1,4 @@
-// Package errkind names what an error of gpuinit's is, by the sentinel it
-// wraps: one table, shared by the preflight child's report (so that the
-// parent rebuilds the child's error with the same sentinel), the health
-// status and gpuprobe's report. The most specific sentinel comes first.
-package errkind
+package drivercodes
 
 import (
 	"errors"
@@ -10,9 +6,14 @@ import (
 	"github.com/gpuinit/gpuinit/device/driver"
 )
 
-// table is every kind and its sentinel, most specific first: a sentinel that
+// kinds name what an error of gpuinit's is, by the sentinel it wraps: one
+// table, shared by the preflight child's report (so that the parent rebuilds
+// the child's error with the same sentinel), the health status and
+// gpuprobe's report.
+//
+// kinds is every kind and its sentinel, most specific first: a sentinel that
 // wraps another (ErrNotReady wraps ErrNoDevice) comes before it.
-var table = []struct {
+var kinds = []struct {
 	name string
 	err  error
 }{
@@ -30,10 +31,10 @@ var table = []struct {
 	{"not-initialized", driver.ErrNotInitialized},
 }
 
-// Of is the kind of err: the name of the first sentinel in the table it
-// wraps, or "" for none.
-func Of(err error) string {
-	for _, k := range table {
+// KindOf is the kind of err: the name of the first sentinel in kinds that
+// it wraps, or "" for none.
+func KindOf(err error) string {
+	for _, k := range kinds {
 		if errors.Is(err, k.err) {
 			return k.name
 		}
@@ -41,9 +42,9 @@ func Of(err error) string {
 	return ""
 }
 
-// Sentinel is the sentinel a kind names, or nil for a name not in the table.
-func Sentinel(kind string) error {
-	for _, k := range table {
+// KindSentinel is the sentinel a kind names, or nil for a name not in kinds.
+func KindSentinel(kind string) error {
+	for _, k := range kinds {
 		if k.name == kind {
 			return k.err
 		}

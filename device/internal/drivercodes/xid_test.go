@@ -1,4 +1,4 @@
-package xid
+package drivercodes
 
 import (
 	"fmt"
@@ -18,28 +18,28 @@ func TestPinnedXidsGetTheirCatalogBucketAndAction(t *testing.T) {
 	for _, tc := range []struct {
 		code      int
 		immediate string
-		want      Action
+		want      XidAction
 		why       string
 	}{
-		{13, restartApp, Count, "graphics engine exception: the application's"},
-		{31, restartApp, Count, "GPU memory page fault: the application's"},
-		{43, ignoreBucket, Count, "the application hit a fault and must end; the GPU stays healthy"},
-		{45, workflowXid45, Count, "preemptive cleanup after a process is torn down (Control-C, kill, another Xid)"},
-		{94, restartApp, Lose, "contained memory error: the catalog says only the application that hit it must restart, but the event cannot say which application; see Entry.Action"},
-		{48, workflowXid48, Lose, "double-bit ECC error: reset"},
-		{63, ignoreBucket, Ignore, "row remapping event: no action, nothing to investigate"},
-		{64, resetGPU, Lose, "row remapping failure"},
-		{74, workflowNVLink, Lose, "NVLink error: a reset or reboot clears it"},
-		{79, restartBM, Lose, "fallen off the bus: reboot the host"},
-		{95, resetGPU, Lose, "uncontained memory error"},
-		{119, resetGPU, Lose, "GSP RPC timeout"},
-		{120, resetGPU, Lose, "GSP error"},
-		{140, resetGPU, Lose, "ECC error that escaped row remapping"},
-		{149, workflowNVLink5, Lose, "NVLink5 NETIR error: undecodable from the code alone"},
-		{154, xid154Bucket, Count, "summary of another Xid's recovery action"},
+		{13, restartApp, XidCount, "graphics engine exception: the application's"},
+		{31, restartApp, XidCount, "GPU memory page fault: the application's"},
+		{43, ignoreBucket, XidCount, "the application hit a fault and must end; the GPU stays healthy"},
+		{45, workflowXid45, XidCount, "preemptive cleanup after a process is torn down (Control-C, kill, another Xid)"},
+		{94, restartApp, XidLose, "contained memory error: the catalog says only the application that hit it must restart, but the event cannot say which application; see XidEntry.Action"},
+		{48, workflowXid48, XidLose, "double-bit ECC error: reset"},
+		{63, ignoreBucket, XidIgnore, "row remapping event: no action, nothing to investigate"},
+		{64, resetGPU, XidLose, "row remapping failure"},
+		{74, workflowNVLink, XidLose, "NVLink error: a reset or reboot clears it"},
+		{79, restartBM, XidLose, "fallen off the bus: reboot the host"},
+		{95, resetGPU, XidLose, "uncontained memory error"},
+		{119, resetGPU, XidLose, "GSP RPC timeout"},
+		{120, resetGPU, XidLose, "GSP error"},
+		{140, resetGPU, XidLose, "ECC error that escaped row remapping"},
+		{149, workflowNVLink5, XidLose, "NVLink5 NETIR error: undecodable from the code alone"},
+		{154, xid154Bucket, XidCount, "summary of another Xid's recovery action"},
 	} {
 		t.Run(fmt.Sprintf("%d", tc.code), func(t *testing.T) {
-			e, ok := Lookup(tc.code)
+			e, ok := LookupXid(tc.code)
 			require.True(t, ok, "the catalog lists %d", tc.code)
 			assert.Equal(t, tc.immediate, e.Immediate, tc.why)
 			assert.Equal(t, tc.want, e.Action(), tc.why)
@@ -48,9 +48,9 @@ func TestPinnedXidsGetTheirCatalogBucketAndAction(t *testing.T) {
 }
 
 func TestFallenOffTheBusEntryIsTheCatalogs(t *testing.T) {
-	e, ok := Lookup(79)
+	e, ok := LookupXid(79)
 	require.True(t, ok)
-	assert.Equal(t, Entry{
+	assert.Equal(t, XidEntry{
 		Code:          79,
 		Mnemonic:      "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
 		Description:   "GPU has fallen off the bus",
@@ -95,26 +95,26 @@ func TestEveryEntryHasAMnemonicAndAKnownBucket(t *testing.T) {
 
 func TestClassifyAgreesWithLookup(t *testing.T) {
 	for code := -2; code <= 300; code++ {
-		e, a := Classify(code)
+		e, a := ClassifyXid(code)
 		assert.Equal(t, code, e.Code)
 		assert.Equal(t, e.Action(), a, "code %d", code)
-		if want, ok := Lookup(code); ok {
+		if want, ok := LookupXid(code); ok {
 			assert.Equal(t, want, e, "code %d", code)
 			continue
 		}
 		assert.Equal(t, "UNKNOWN_XID", e.Mnemonic, "code %d", code)
 		assert.Empty(t, e.Immediate, "code %d", code)
 		assert.Empty(t, e.Investigatory, "code %d", code)
-		assert.Contains(t, e.Description, CatalogVersion)
+		assert.Contains(t, e.Description, XidCatalogVersion)
 	}
 }
 
 func TestUnknownXidIsCountedNotLost(t *testing.T) {
 	for _, code := range []int{0, -1, 173, 999, 1 << 20} {
-		_, ok := Lookup(code)
+		_, ok := LookupXid(code)
 		assert.False(t, ok, "code %d", code)
-		_, a := Classify(code)
-		assert.Equal(t, Count, a, "code %d", code)
+		_, a := ClassifyXid(code)
+		assert.Equal(t, XidCount, a, "code %d", code)
 	}
 }
 
@@ -125,7 +125,7 @@ func TestUnusedXidIsCountedNotLost(t *testing.T) {
 			continue
 		}
 		n++
-		assert.Equal(t, Count, e.Action(), "code %d (%s %s)", e.Code, e.Immediate, e.Investigatory)
+		assert.Equal(t, XidCount, e.Action(), "code %d (%s %s)", e.Code, e.Immediate, e.Investigatory)
 	}
 	assert.Equal(t, 63, n, "the catalog marks 63 codes Unused")
 }
@@ -133,7 +133,7 @@ func TestUnusedXidIsCountedNotLost(t *testing.T) {
 func TestIgnoreOnlyWhereTheCatalogAsksNothing(t *testing.T) {
 	var ignored []int
 	for _, e := range catalog {
-		if e.Action() == Ignore {
+		if e.Action() == XidIgnore {
 			ignored = append(ignored, e.Code)
 		}
 	}
@@ -143,27 +143,27 @@ func TestIgnoreOnlyWhereTheCatalogAsksNothing(t *testing.T) {
 func TestActionFollowsTheBucketRules(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		e    Entry
-		want Action
+		e    XidEntry
+		want XidAction
 	}{
-		{"application error", Entry{Immediate: restartApp}, Count},
-		{"reset", Entry{Immediate: resetGPU}, Lose},
-		{"VM restart", Entry{Immediate: restartVM}, Lose},
-		{"host restart", Entry{Immediate: restartBM}, Lose},
-		{"mechanicals", Entry{Immediate: checkMechanicals}, Lose},
-		{"software and firmware update", Entry{Immediate: updateSWFW}, Lose},
-		{"ECC workflow", Entry{Immediate: workflowXid48}, Lose},
-		{"NVLink workflow", Entry{Immediate: workflowNVLink}, Lose},
-		{"NVLink5 workflow", Entry{Immediate: workflowNVLink5}, Lose},
-		{"support, used code", Entry{Description: "NVENC3 Error", Immediate: contactSupport}, Lose},
-		{"support, unused code", Entry{Description: unusedDescription, Immediate: contactSupport}, Count},
-		{"ignore, investigate", Entry{Immediate: ignoreBucket, Investigatory: contactSupport}, Count},
-		{"ignore, nothing to investigate", Entry{Immediate: ignoreBucket, Investigatory: ignoreBucket}, Ignore},
-		{"Xid 45 workflow", Entry{Immediate: workflowXid45}, Count},
-		{"Xid 154 summary", Entry{Immediate: xid154Bucket}, Count},
-		{"UVM check", Entry{Immediate: checkUVM}, Count},
-		{"no bucket", Entry{}, Count},
-		{"a newer catalog's bucket", Entry{Immediate: "SOME_NEW_BUCKET"}, Count},
+		{"application error", XidEntry{Immediate: restartApp}, XidCount},
+		{"reset", XidEntry{Immediate: resetGPU}, XidLose},
+		{"VM restart", XidEntry{Immediate: restartVM}, XidLose},
+		{"host restart", XidEntry{Immediate: restartBM}, XidLose},
+		{"mechanicals", XidEntry{Immediate: checkMechanicals}, XidLose},
+		{"software and firmware update", XidEntry{Immediate: updateSWFW}, XidLose},
+		{"ECC workflow", XidEntry{Immediate: workflowXid48}, XidLose},
+		{"NVLink workflow", XidEntry{Immediate: workflowNVLink}, XidLose},
+		{"NVLink5 workflow", XidEntry{Immediate: workflowNVLink5}, XidLose},
+		{"support, used code", XidEntry{Description: "NVENC3 Error", Immediate: contactSupport}, XidLose},
+		{"support, unused code", XidEntry{Description: unusedDescription, Immediate: contactSupport}, XidCount},
+		{"ignore, investigate", XidEntry{Immediate: ignoreBucket, Investigatory: contactSupport}, XidCount},
+		{"ignore, nothing to investigate", XidEntry{Immediate: ignoreBucket, Investigatory: ignoreBucket}, XidIgnore},
+		{"Xid 45 workflow", XidEntry{Immediate: workflowXid45}, XidCount},
+		{"Xid 154 summary", XidEntry{Immediate: xid154Bucket}, XidCount},
+		{"UVM check", XidEntry{Immediate: checkUVM}, XidCount},
+		{"no bucket", XidEntry{}, XidCount},
+		{"a newer catalog's bucket", XidEntry{Immediate: "SOME_NEW_BUCKET"}, XidCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.e.Action())
@@ -172,7 +172,7 @@ func TestActionFollowsTheBucketRules(t *testing.T) {
 }
 
 func TestActionString(t *testing.T) {
-	for a, want := range map[Action]string{Count: "count", Lose: "lose", Ignore: "ignore", Action(7): "Action(7)"} {
+	for a, want := range map[XidAction]string{XidCount: "count", XidLose: "lose", XidIgnore: "ignore", XidAction(7): "Action(7)"} {
 		assert.Equal(t, want, a.String())
 	}
 }
@@ -184,9 +184,9 @@ func TestClassifyIsSafeForConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for code := 0; code <= 200; code++ {
-				e, a := Classify(code)
+				e, a := ClassifyXid(code)
 				if e.Code != code || a != e.Action() {
-					t.Errorf("Classify(%d) = %+v, %v", code, e, a)
+					t.Errorf("ClassifyXid(%d) = %+v, %v", code, e, a)
 				}
 			}
 		}()
@@ -206,7 +206,7 @@ func TestEventCarriesTheCatalogsVerdict(t *testing.T) {
 		{63, driver.HealthInform, ""},
 		{9999, driver.HealthCount, "no resolution bucket"},
 	} {
-		ev := Event(1, c.code, at)
+		ev := XidEvent(1, c.code, at)
 		assert.Equal(t, driver.HealthXid, ev.Kind, "Xid %d", c.code)
 		assert.Equal(t, c.action, ev.Action, "Xid %d", c.code)
 		assert.Equal(t, c.code, ev.Code)
@@ -216,29 +216,29 @@ func TestEventCarriesTheCatalogsVerdict(t *testing.T) {
 			assert.Empty(t, ev.Hint)
 		} else {
 			assert.Contains(t, ev.Hint, c.hint)
-			assert.Contains(t, ev.Hint, CatalogVersion)
+			assert.Contains(t, ev.Hint, XidCatalogVersion)
 		}
 	}
 }
 
-// FuzzEvent checks Classify and Event on any code a driver may report:
-// Classify agrees with Lookup, and the event names the code, its catalog
-// entry, and the action Classify gives.
+// FuzzEvent checks ClassifyXid and XidEvent on any code a driver may report:
+// ClassifyXid agrees with LookupXid, and the event names the code, its catalog
+// entry, and the action ClassifyXid gives.
 func FuzzEvent(f *testing.F) {
 	for _, c := range []int{0, 1, 13, 31, 48, 63, 79, 94, 154, 172, 173, -1, 1 << 40} {
 		f.Add(c, 3)
 	}
 	at := time.Date(2025, 10, 29, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, code, ordinal int) {
-		e, action := Classify(code)
-		if listed, ok := Lookup(code); ok && (listed != e || listed.Action() != action) {
-			t.Fatalf("Xid %d: Classify says %+v, %s; Lookup %+v, %s", code, e, action, listed, listed.Action())
+		e, action := ClassifyXid(code)
+		if listed, ok := LookupXid(code); ok && (listed != e || listed.Action() != action) {
+			t.Fatalf("Xid %d: ClassifyXid says %+v, %s; LookupXid %+v, %s", code, e, action, listed, listed.Action())
 		}
 		if e.Code != code || e.Mnemonic == "" || e.Description == "" {
 			t.Fatalf("Xid %d: %+v", code, e)
 		}
-		ev := Event(ordinal, code, at)
-		want := map[Action]driver.HealthAction{Count: driver.HealthCount, Lose: driver.HealthLose, Ignore: driver.HealthInform}[action]
+		ev := XidEvent(ordinal, code, at)
+		want := map[XidAction]driver.HealthAction{XidCount: driver.HealthCount, XidLose: driver.HealthLose, XidIgnore: driver.HealthInform}[action]
 		if ev.Code != code || ev.Ordinal != ordinal || ev.Kind != driver.HealthXid || ev.Action != want || ev.Name != e.Mnemonic ||
 			!strings.HasPrefix(ev.Message, fmt.Sprintf("Xid %d: ", code)) || !ev.At.Equal(at) {
 			t.Fatalf("Xid %d (%s): %+v", code, action, ev)

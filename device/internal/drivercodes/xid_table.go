@@ -1,13 +1,13 @@
-package xid
+package drivercodes
 
-// catalog is the "Xids" sheet of the Xid catalog named by CatalogVersion, in
+// catalog is the "Xids" sheet of the Xid catalog named by XidCatalogVersion, in
 // code order: catalog[i].Code is i+1. Each row gives the code, the mnemonic,
 // the description and the two resolution buckets as the catalog has them
 // (line breaks folded to a space, or to "; " between two clauses; the
 // investigatory cell of an unused code, which holds only "N/A; Unused" or
 // nothing, is left empty). This is data: change it only
-// to follow a newer catalog, and update CatalogVersion with it.
-var catalog = [...]Entry{
+// to follow a newer catalog, and update XidCatalogVersion with it.
+var catalog = [...]XidEntry{
 	unused(1, "ROBUST_CHANNEL_FIFO_ERROR_FIFO_METHOD"),
 	unused(2, "ROBUST_CHANNEL_FIFO_ERROR_SW_METHOD"),
 	unused(3, "ROBUST_CHANNEL_FIFO_ERROR_UNK_METHOD"),
@@ -161,13 +161,13 @@ var catalog = [...]Entry{
 	{151, "ROBUST_CHANNEL_KEY_ROTATION_ERROR", "Key rotation Error", restartVM, contactSupport},
 	{152, "ROBUST_CHANNEL_DLA_SMMU_ERROR", "DLA SMMU Error", ignoreBucket, contactSupport},
 	{153, "ROBUST_CHANNEL_DLA_TIMEOUT", "DLA timeout Error", ignoreBucket, contactSupport},
-	{154, "GPU_RECOVERY_ACTION_CHANGED", "GPU Recovery Action Changed", xid154Bucket, informational154},
+	{154, "GPU_RECOVERY_ACTION_CHANGED", "GPU Recovery XidAction Changed", xid154Bucket, informational154},
 	{155, "NVLINK_SW_DEFINED_ERROR", "NVLINK: SW Defined Error", resetGPU, investigateSWUser},
-	{156, "RESOURCE_RETIREMENT_EVENT", "Resource Retirement Event", resetGPU, ignoreBucket},
+	{156, "RESOURCE_RETIREMENT_EVENT", "Resource Retirement XidEvent", resetGPU, ignoreBucket},
 	{157, "RESOURCE_RETIREMENT_FAILURE", "Resource Retirement Failure", ignoreBucket, contactSupport},
 	{158, "GPU_FATAL_TIMEOUT", "GPU Fatal Timeout", resetGPU, contactSupport},
 	{159, "ROBUST_CHANNEL_CHI_NON_DATA_ERROR", "CHI Non-Data Error", checkUVM, sympatheticSolo},
-	{160, "CHANNEL_RETIREMENT_EVENT", "Channel Retirement Event", ignoreBucket, investigateSW},
+	{160, "CHANNEL_RETIREMENT_EVENT", "Channel Retirement XidEvent", ignoreBucket, investigateSW},
 	{161, "CHANNEL_RETIREMENT_FAILURE", "Channel Retirement Failure", ignoreBucket, investigateSW},
 	// The catalog gives the rows from here on no bucket. Its trigger
 	// conditions say: 163, no GPU reset required; 164 and 165, power
@@ -191,6 +191,6 @@ var catalog = [...]Entry{
 // unused is the catalog's row for a code it marks "Unused": raised by no
 // Ampere or newer GPU, immediate bucket CONTACT_SUPPORT, no investigatory
 // bucket.
-func unused(code int, mnemonic string) Entry {
-	return Entry{Code: code, Mnemonic: mnemonic, Description: unusedDescription, Immediate: contactSupport}
+func unused(code int, mnemonic string) XidEntry {
+	return XidEntry{Code: code, Mnemonic: mnemonic, Description: unusedDescription, Immediate: contactSupport}
 }
