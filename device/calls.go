@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/callwatch"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 )
 
 // DefaultCallDeadline is how long a call into a device's driver may run
@@ -63,7 +63,7 @@ func (r *Runtime) startWatching(n int) {
 	if r.closed() {
 		return
 	}
-	w := callwatch.New(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
+	w := watch.NewCallWatch(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
 	if !r.calls.CompareAndSwap(nil, w) {
 		w.Close()
 		return

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -207,7 +207,7 @@ func (r *Runtime) bringUpFirst(ctx context.Context) error {
 func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	r.closing.countCalls(n)
 	r.startWatching(n)
-	w := healthwatch.New(r.Name(), n, r.republish, r.callDeadlineNow)
+	w := watch.NewHealthWatch(r.Name(), n, r.republish, r.callDeadlineNow)
 	if !r.watch.CompareAndSwap(nil, w) {
 		return
 	}

@@ -44,8 +44,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/callwatch"
-	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -70,9 +69,9 @@ type Runtime struct {
 	settings       settings                          // RequireDriverVersion's and UsePreflight's
 	bringUp        atomic.Pointer[BringUp]           // where init stands; nil before it starts
 	visibility     atomic.Pointer[map[string]string] // the visibility settings init saw
-	calls          atomic.Pointer[callwatch.Watch]   // watches calls into drivers; from init on
+	calls          atomic.Pointer[watch.CallWatch]   // watches calls into drivers; from init on
 	callDeadline   atomic.Int64                      // in ns; 0 is DefaultCallDeadline
-	watch          atomic.Pointer[healthwatch.Watch] // the health watch and losses; from init on
+	watch          atomic.Pointer[watch.HealthWatch] // the health watch and losses; from init on
 	view           atomic.Pointer[view]              // what the watch knows, for lock-free reads
 	views          views
 	canaries       sync.Map                    // ordinal -> when its canary in flight started

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 )
 
 // judge is a device's verdict and its reason. It is unhealthy once lost,
@@ -34,14 +34,14 @@ func judge(h DeviceHealth, lost []LostDevice) (driver.Verdict, string) {
 }
 
 // conditions is the public form of the watch's conditions.
-func conditions(cs []healthwatch.Condition) []driver.Condition {
+func conditions(cs []watch.Condition) []driver.Condition {
 	if len(cs) == 0 {
 		return nil
 	}
 	out := make([]driver.Condition, len(cs))
 	for i, c := range cs {
 		v := driver.VerdictDegraded
-		if c.Level == healthwatch.Unhealthy {
+		if c.Level == watch.Unhealthy {
 			v = driver.VerdictUnhealthy
 		}
 		out[i] = driver.Condition{Kind: c.Kind, Verdict: v, Message: c.Message, Hint: c.Hint, At: c.At}

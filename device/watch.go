@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/healthwatch"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 )
 
 // DeviceHealth is what a Runtime knows of one device's health after init.
@@ -73,7 +73,7 @@ func (h DeviceHealth) settled() bool {
 	if h.Watched {
 		return h.Counters != nil || h.WatchError != ""
 	}
-	return h.Why != healthwatch.NotStarted
+	return h.Why != watch.NotStarted
 }
 
 // view is what the Runtime publishes of its devices' health and losses. It
@@ -128,6 +128,6 @@ func (r *Runtime) republish() {
 }
 
 // lostDevice is the public form of a loss.
-func lostDevice(l healthwatch.Loss) LostDevice {
+func lostDevice(l watch.Loss) LostDevice {
 	return LostDevice{Ordinal: l.Ordinal, Source: LossSource(l.Source), Err: l.Err, At: l.At}
 }

@@ -1,11 +1,4 @@
-// Package callwatch holds calls into a device's driver to a deadline. Each
-// call takes a slot while it runs: two atomic operations and no clock read
-// on its path. A monitor goroutine, which runs only while some call is in
-// flight, looks at the slots every interval and reports each call that has
-// held its slot past the deadline, once, through the function New was given.
-// It is package device's, which loses the device; it never calls into
-// anything else.
-package callwatch
+package watch
 
 import (
 	"math/rand/v2"
@@ -14,30 +7,30 @@ import (
 	"time"
 )
 
-// Slots is how many calls per device are watched at once; more run
+// CallSlots is how many calls per device are watched at once; more run
 // unwatched, and are counted (Unwatched).
-const Slots = 64
+const CallSlots = 64
 
-// Slot is one watched call. Its state is odd while a call holds it, and a
+// CallSlot is one watched call. Its state is odd while a call holds it, and a
 // new odd value each time, so that the monitor tells one long call from two
 // short ones without a clock read on the call's path.
-type Slot struct {
+type CallSlot struct {
 	state atomic.Uint64
 	op    atomic.Pointer[string]
 	_     [48]byte // one call's slot per cache line
 }
 
-// device is one device's watched calls.
-type device struct {
-	slots     [Slots]Slot
+// callDevice is one device's watched calls.
+type callDevice struct {
+	slots     [CallSlots]CallSlot
 	unwatched atomic.Int64 // calls that found every slot taken
 }
 
-// Watch watches the calls of a Runtime's devices. Its methods are safe for
+// CallWatch watches the calls of a Runtime's devices. Its methods are safe for
 // concurrent use.
-type Watch struct {
+type CallWatch struct {
 	deadline atomic.Int64 // nanoseconds; 0 or less: off
-	devices  []device
+	devices  []callDevice
 	active   atomic.Bool   // some call may be in flight: the monitor scans
 	wake     chan struct{} // a call found the monitor asleep; buffered, one token
 	hung     func(ordinal int, op string, took, deadline time.Duration)
@@ -48,13 +41,13 @@ type Watch struct {
 	once sync.Once
 }
 
-// New watches n devices' calls under deadline (0 or less: off until
+// NewCallWatch watches n devices' calls under deadline (0 or less: off until
 // SetDeadline) and starts the monitor. hung is called from the monitor's
 // goroutine for each call past the deadline, once per call; overflow, if not
 // nil, from a call's own goroutine when it found every slot of its device
 // taken and runs unwatched. Neither may block. Close stops the monitor.
-func New(n int, deadline time.Duration, hung func(ordinal int, op string, took, deadline time.Duration), overflow func(ordinal int)) *Watch {
-	w := &Watch{devices: make([]device, n), wake: make(chan struct{}, 1), hung: hung, overflow: overflow,
+func NewCallWatch(n int, deadline time.Duration, hung func(ordinal int, op string, took, deadline time.Duration), overflow func(ordinal int)) *CallWatch {
+	w := &CallWatch{devices: make([]callDevice, n), wake: make(chan struct{}, 1), hung: hung, overflow: overflow,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.SetDeadline(deadline)
 	go w.monitor()
@@ -69,7 +62,7 @@ func interval(deadline time.Duration) time.Duration {
 
 // SetDeadline holds calls to d (0 or less: off) from the monitor's next
 // look, waking it so that a call already in flight is looked at too.
-func (w *Watch) SetDeadline(d time.Duration) {
+func (w *CallWatch) SetDeadline(d time.Duration) {
 	w.deadline.Store(int64(d))
 	if d > 0 {
 		w.active.Store(true)
@@ -78,9 +71,9 @@ func (w *Watch) SetDeadline(d time.Duration) {
 }
 
 // Deadline is the deadline calls are held to; 0 or less when off.
-func (w *Watch) Deadline() time.Duration { return time.Duration(w.deadline.Load()) }
+func (w *CallWatch) Deadline() time.Duration { return time.Duration(w.deadline.Load()) }
 
-func (w *Watch) poke() {
+func (w *CallWatch) poke() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -90,11 +83,11 @@ func (w *Watch) poke() {
 // Begin takes a slot for call op on device ordinal and returns it, or nil
 // where every slot was taken (the call is then counted as unwatched). op
 // must stay valid: a variable per call name, so that no call allocates.
-func (w *Watch) Begin(ordinal int, op *string) *Slot {
+func (w *CallWatch) Begin(ordinal int, op *string) *CallSlot {
 	d := &w.devices[ordinal]
-	start := rand.N(uint32(Slots))
-	for i := uint32(0); i < Slots; i++ {
-		s := &d.slots[(start+i)%Slots]
+	start := rand.N(uint32(CallSlots))
+	for i := uint32(0); i < CallSlots; i++ {
+		s := &d.slots[(start+i)%CallSlots]
 		v := s.state.Load()
 		if v%2 == 0 && s.state.CompareAndSwap(v, v+1) {
 			s.op.Store(op)
@@ -112,23 +105,23 @@ func (w *Watch) Begin(ordinal int, op *string) *Slot {
 }
 
 // End releases a slot Begin took; nil does nothing.
-func (w *Watch) End(s *Slot) {
+func (w *CallWatch) End(s *CallSlot) {
 	if s != nil {
 		s.state.Add(1)
 	}
 }
 
 // Unwatched reports, per device, how many calls ran without the watch
-// because Slots calls were in flight on it already.
-func (w *Watch) Unwatched(ordinal int) int64 { return w.devices[ordinal].unwatched.Load() }
+// because CallSlots calls were in flight on it already.
+func (w *CallWatch) Unwatched(ordinal int) int64 { return w.devices[ordinal].unwatched.Load() }
 
 // Scanning reports whether the monitor scans (some call it has not yet
 // reported may be in flight) rather than sleeps.
-func (w *Watch) Scanning() bool { return w.active.Load() }
+func (w *CallWatch) Scanning() bool { return w.active.Load() }
 
 // Close stops the monitor and waits for it; it is safe to call more than
 // once. Calls made after it are not watched.
-func (w *Watch) Close() {
+func (w *CallWatch) Close() {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
 }
@@ -143,10 +136,10 @@ type seen struct {
 // held its slot past the deadline, once. A reported call is not looked at
 // again (it may never return, and its device refuses new calls): the monitor
 // sleeps, using no CPU, while nothing but reported calls is in flight.
-func (w *Watch) monitor() {
+func (w *CallWatch) monitor() {
 	defer close(w.done)
-	first := make([][Slots]seen, len(w.devices))
-	reported := make([][Slots]uint64, len(w.devices))
+	first := make([][CallSlots]seen, len(w.devices))
+	reported := make([][CallSlots]uint64, len(w.devices))
 	for {
 		if !w.active.Load() {
 			select {

@@ -1,11 +1,4 @@
-// Package healthwatch runs a backend's health watch (driver.HealthWatcher)
-// for a Runtime and keeps what it knows of each device: whether it is
-// watched, the events counted against it, its counters, and the devices
-// lost for the rest of the process, by the watch or by whoever else saw it
-// (the engine, a call past its deadline, the canary). It is package
-// device's. It never calls into the Runtime: it calls the changed function
-// it is given after each change, with no lock held.
-package healthwatch
+package watch
 
 import (
 	"context"
@@ -70,9 +63,9 @@ const persistenceHint = "persistence mode is off: the driver tears the GPU down 
 // said something of it.
 const NotStarted = "unknown: the health watch has not started yet"
 
-// Watch is one Runtime's health watch over its devices. Its methods are safe
+// HealthWatch is one Runtime's health watch over its devices. Its methods are safe
 // for concurrent use.
-type Watch struct {
+type HealthWatch struct {
 	backend  string
 	n        int
 	changed  func()
@@ -105,13 +98,13 @@ type Watch struct {
 	counts atomic.Pointer[map[int]int64]
 }
 
-// New returns the watch of n devices of the named backend, not started:
+// NewHealthWatch returns the watch of n devices of the named backend, not started:
 // every device's health is unknown until Start. changed is called after
 // each change of what the watch knows, with no lock held; it must not block.
 // deadline is the Runtime's call deadline (0 when off), read at each of the
 // watch's driver calls, which it holds to monitorDeadline of it.
-func New(backend string, n int, changed func(), deadline func() time.Duration) *Watch {
-	w := &Watch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n),
+func NewHealthWatch(backend string, n int, changed func(), deadline func() time.Duration) *HealthWatch {
+	w := &HealthWatch{backend: backend, n: n, changed: changed, deadline: deadline, devices: make([]Device, n),
 		hungNow: make(chan struct{}, 1)}
 	for i := range w.devices {
 		w.devices[i] = Device{Ordinal: i, Why: "unknown: the " + backend + " backend does not watch its devices' health"}
@@ -124,7 +117,7 @@ func New(backend string, n int, changed func(), deadline func() time.Duration) *
 // without one every device's health stays unknown. After Cancel it starts
 // nothing: the check and the start are under one lock, so a watch started
 // as the Runtime shuts down is never left running.
-func (w *Watch) Start(b driver.Backend) {
+func (w *HealthWatch) Start(b driver.Backend) {
 	hw, ok := driver.Capability[driver.HealthWatcher](b)
 	if !ok {
 		return
@@ -169,7 +162,7 @@ func (w *Watch) Start(b driver.Backend) {
 }
 
 // Stop is Cancel, then Wait.
-func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
+func (w *HealthWatch) Stop(ctx context.Context) (abandoned bool) {
 	w.Cancel()
 	abandoned, _ = w.Wait(ctx)
 	return abandoned
@@ -179,7 +172,7 @@ func (w *Watch) Stop(ctx context.Context) (abandoned bool) {
 // from now on: Stop may abandon it, and its record must not be overwritten
 // by a call that returns later. A Start after Cancel starts nothing. Cancel
 // does not wait.
-func (w *Watch) Cancel() {
+func (w *HealthWatch) Cancel() {
 	w.mu.Lock()
 	w.canceled = true
 	cancel := w.cancel
@@ -200,7 +193,7 @@ func (w *Watch) Cancel() {
 // health then says so, and its goroutine stays blocked in the driver, which
 // nothing can free. hungIn names the call past its deadline, if that was
 // why. Once abandoned, later calls return at once.
-func (w *Watch) Wait(ctx context.Context) (abandoned bool, hungIn string) {
+func (w *HealthWatch) Wait(ctx context.Context) (abandoned bool, hungIn string) {
 	w.mu.Lock()
 	done := w.done
 	w.mu.Unlock()
@@ -247,7 +240,7 @@ wait:
 }
 
 // hungCall names the watch's driver call past its deadline, or "".
-func (w *Watch) hungCall() string {
+func (w *HealthWatch) hungCall() string {
 	if op := w.hungOp.Load(); op != nil && w.hung.Load() > 0 {
 		return *op
 	}
@@ -255,13 +248,13 @@ func (w *Watch) hungCall() string {
 }
 
 // Abandoned reports whether Stop abandoned the watch, without a lock.
-func (w *Watch) Abandoned() bool { return w.abandoned.Load() }
+func (w *HealthWatch) Abandoned() bool { return w.abandoned.Load() }
 
 // Devices is each device's health: shared, never modified.
-func (w *Watch) Devices() []Device { return *w.published.Load() }
+func (w *HealthWatch) Devices() []Device { return *w.published.Load() }
 
 // apply applies one event of the backend's watch.
-func (w *Watch) apply(ev driver.HealthEvent) {
+func (w *HealthWatch) apply(ev driver.HealthEvent) {
 	valid := ev.Ordinal >= 0 && ev.Ordinal < w.n
 	if ev.Action == driver.HealthLose && valid {
 		source := map[driver.HealthKind]string{driver.HealthXid: "xid", driver.HealthECC: "ecc", driver.HealthRAS: "ras"}[ev.Kind]
@@ -322,7 +315,7 @@ func eventOp(ev driver.HealthEvent) string {
 
 // update runs f on device ordinal's health, or every device's for -1, and
 // publishes the result; an ordinal the watch has not is ignored.
-func (w *Watch) update(ordinal int, f func(*Device)) {
+func (w *HealthWatch) update(ordinal int, f func(*Device)) {
 	w.mu.Lock()
 	switch {
 	case ordinal == -1:
@@ -341,7 +334,7 @@ func (w *Watch) update(ordinal int, f func(*Device)) {
 }
 
 // publish stores a copy of the devices' health for Devices; w.mu is held.
-func (w *Watch) publish() {
+func (w *HealthWatch) publish() {
 	out := slices.Clone(w.devices)
 	for i := range out {
 		out[i].Counted = maps.Clone(out[i].Counted)

@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"slices"
@@ -19,7 +19,7 @@ type Loss struct {
 // already, and returns its loss: the first one, which is kept. Safe from
 // many goroutines; changed is called before it returns when it lost the
 // device.
-func (w *Watch) Lose(ordinal int, source string, de *driver.DriverError) Loss {
+func (w *HealthWatch) Lose(ordinal int, source string, de *driver.DriverError) Loss {
 	w.lossMu.Lock()
 	if l, ok := w.Find(ordinal); ok {
 		w.lossMu.Unlock()
@@ -35,7 +35,7 @@ func (w *Watch) Lose(ordinal int, source string, de *driver.DriverError) Loss {
 }
 
 // Count counts an error against device ordinal that leaves it in service.
-func (w *Watch) Count(ordinal int) {
+func (w *HealthWatch) Count(ordinal int) {
 	w.lossMu.Lock()
 	counts := make(map[int]int64, len(w.Counts())+1)
 	for k, v := range w.Counts() {
@@ -49,7 +49,7 @@ func (w *Watch) Count(ordinal int) {
 
 // Find returns device ordinal's loss, if it is lost, without a lock or an
 // allocation.
-func (w *Watch) Find(ordinal int) (Loss, bool) {
+func (w *HealthWatch) Find(ordinal int) (Loss, bool) {
 	for _, l := range w.Losses() {
 		if l.Ordinal == ordinal {
 			return l, true
@@ -59,7 +59,7 @@ func (w *Watch) Find(ordinal int) (Loss, bool) {
 }
 
 // Losses are the lost devices, by ordinal: shared, never modified.
-func (w *Watch) Losses() []Loss {
+func (w *HealthWatch) Losses() []Loss {
 	if p := w.losses.Load(); p != nil {
 		return *p
 	}
@@ -67,7 +67,7 @@ func (w *Watch) Losses() []Loss {
 }
 
 // Counts are the errors counted per device: shared, never modified.
-func (w *Watch) Counts() map[int]int64 {
+func (w *HealthWatch) Counts() map[int]int64 {
 	if p := w.counts.Load(); p != nil {
 		return *p
 	}

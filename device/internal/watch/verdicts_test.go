@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"testing"
@@ -75,7 +75,7 @@ func TestTheDriversVerdictsSetAndClearConditionsByKind(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := New("sim", 2, func() {}, nil)
+			w := NewHealthWatch("sim", 2, func() {}, nil)
 			for _, e := range c.events {
 				w.apply(e)
 			}
@@ -114,7 +114,7 @@ func TestTheReplayRateDegradesAboveEightAMinuteAndClearsBelow(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := New("sim", 1, func() {}, nil)
+				w := NewHealthWatch("sim", 1, func() {}, nil)
 				for i, n := range c.counts {
 					if i > 0 {
 						time.Sleep(30 * time.Second)
@@ -161,7 +161,7 @@ func TestADeviceIsWatchedWhileAnyOfItsSourcesWatchesIt(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := New("hip", 1, func() {}, nil)
+			w := NewHealthWatch("hip", 1, func() {}, nil)
 			for _, e := range c.events {
 				w.apply(e)
 			}

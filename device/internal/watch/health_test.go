@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func TestEventsLoseCountAndWatch(t *testing.T) {
 			{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13},
 			{Ordinal: 5, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79}, // no such device: ignored
 		}}
-		w := New("sim", 2, func() { changes.Add(1) }, nil)
+		w := NewHealthWatch("sim", 2, func() { changes.Add(1) }, nil)
 		w.Start(b)
 		<-b.started
 		devices := w.Devices()
@@ -81,7 +81,7 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &scripted{started: make(chan struct{}), stuck: make(chan struct{}),
 			events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
-		w := New("sim", 1, func() {}, nil)
+		w := NewHealthWatch("sim", 1, func() {}, nil)
 		w.Start(b)
 		<-b.started
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -103,7 +103,7 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 func TestAWatchCanceledBeforeItStartsNeverRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &scripted{started: make(chan struct{}), events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
-		w := New("sim", 1, func() {}, nil)
+		w := NewHealthWatch("sim", 1, func() {}, nil)
 		w.Cancel()
 		w.Start(b)
 		synctest.Wait()

@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func monitorDeadline(callDeadline time.Duration) time.Duration {
 // (all devices for ordinal -1) if the call has not ended by then; the call's
 // end disarms it, or, once hung, clears the mark. A timer uses no goroutine
 // while it waits, so the watch costs no CPU between calls.
-type tracker struct{ w *Watch }
+type tracker struct{ w *HealthWatch }
 
 var _ driver.CallTracker = tracker{}
 
@@ -71,7 +71,7 @@ const (
 // markHung records that call op on device ordinal has run past deadline:
 // the device's health is unknown until the call returns, and the watch's
 // error says so, once.
-func (w *Watch) markHung(ordinal int, op string, start time.Time, deadline time.Duration) {
+func (w *HealthWatch) markHung(ordinal int, op string, start time.Time, deadline time.Duration) {
 	w.hungOp.Store(&op)
 	w.hung.Add(1)
 	select {
@@ -96,7 +96,7 @@ func (w *Watch) markHung(ordinal int, op string, start time.Time, deadline time.
 }
 
 // clearHung records that the hung call op returned after all.
-func (w *Watch) clearHung(ordinal int, op string) {
+func (w *HealthWatch) clearHung(ordinal int, op string) {
 	w.hung.Add(-1)
 	w.events.RLock()
 	defer w.events.RUnlock()

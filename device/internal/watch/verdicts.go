@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"cmp"

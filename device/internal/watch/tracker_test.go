@@ -1,4 +1,4 @@
-package healthwatch
+package watch
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestAMonitorCallPastItsDeadlineMarksItsDevicesUntilItReturns(t *testing.T) 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := New("sim", 2, func() {}, func() time.Duration { return c.callDeadline })
+				w := NewHealthWatch("sim", 2, func() {}, func() time.Duration { return c.callDeadline })
 				end := tracker{w}.Begin(c.ordinal, "nvmlEventSetWait_v2", 0)
 				time.Sleep(c.held - time.Millisecond)
 				synctest.Wait()
@@ -63,7 +63,7 @@ func TestAMonitorCallPastItsDeadlineMarksItsDevicesUntilItReturns(t *testing.T) 
 func TestAMonitorCallThatReturnsInTimeMarksNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes int
-		w := New("sim", 1, func() { changes++ }, func() time.Duration { return time.Second })
+		w := NewHealthWatch("sim", 1, func() { changes++ }, func() time.Duration { return time.Second })
 		for range 100 {
 			end := tracker{w}.Begin(0, "nvmlDeviceGetFieldValues", 0)
 			time.Sleep(900 * time.Millisecond)
@@ -95,7 +95,7 @@ func (b *tracked) WatchHealth(ctx context.Context, report func(driver.HealthEven
 func TestTheWatchsContextCarriesTheTrackerAndStopKeepsItsOwnAccount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &tracked{entered: make(chan struct{}), release: make(chan struct{})}
-		w := New("sim", 1, func() {}, func() time.Duration { return time.Second })
+		w := NewHealthWatch("sim", 1, func() {}, func() time.Duration { return time.Second })
 		w.Start(b)
 		<-b.entered
 		time.Sleep(2 * time.Second)
@@ -114,7 +114,7 @@ func TestTheWatchsContextCarriesTheTrackerAndStopKeepsItsOwnAccount(t *testing.T
 
 func TestAWaitsOwnTimeoutComesBeforeItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := New("cuda", 1, func() {}, func() time.Duration { return 300 * time.Millisecond })
+		w := NewHealthWatch("cuda", 1, func() {}, func() time.Duration { return 300 * time.Millisecond })
 		end := tracker{w}.Begin(0, "nvmlEventSetWait_v2", time.Second)
 		time.Sleep(time.Second + 299*time.Millisecond)
 		synctest.Wait()

@@ -1,4 +1,4 @@
-package callwatch
+package watch
 
 import (
 	"sync"
@@ -38,7 +38,7 @@ var opDraw = "Generate"
 func TestACallPastTheDeadlineIsReportedOnceAndOthersNot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec recorder
-		w := New(2, 100*time.Millisecond, rec.hung, nil)
+		w := NewCallWatch(2, 100*time.Millisecond, rec.hung, nil)
 		defer w.Close()
 		quick := w.Begin(1, &opDraw)
 		time.Sleep(50 * time.Millisecond)
@@ -55,10 +55,10 @@ func TestACallPastTheDeadlineIsReportedOnceAndOthersNot(t *testing.T) {
 func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var overflows []int
-		w := New(1, time.Minute, func(int, string, time.Duration, time.Duration) {}, func(o int) { overflows = append(overflows, o) })
+		w := NewCallWatch(1, time.Minute, func(int, string, time.Duration, time.Duration) {}, func(o int) { overflows = append(overflows, o) })
 		defer w.Close()
-		var held []*Slot
-		for range Slots {
+		var held []*CallSlot
+		for range CallSlots {
 			s := w.Begin(0, &opDraw)
 			require.NotNil(t, s)
 			held = append(held, s)
@@ -76,7 +76,7 @@ func TestCallsPastTheSlotsAreCountedUnwatched(t *testing.T) {
 func TestADeadlineSetLaterWakesTheMonitorForACallInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec recorder
-		w := New(1, 0, rec.hung, nil)
+		w := NewCallWatch(1, 0, rec.hung, nil)
 		defer w.Close()
 		s := w.Begin(0, &opDraw)
 		time.Sleep(time.Hour)
