@@ -10,8 +10,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/once"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // open gives every registry the process's one backend; unavailable is empty:
@@ -42,7 +41,7 @@ type Backend struct {
 // library, then the version (read before cuInit, so that it is known when
 // cuInit fails), then the device count once cuInit succeeded.
 var state struct {
-	lib     atomic.Pointer[dynload.Library]
+	lib     atomic.Pointer[loader.Library]
 	version atomic.Int64 // cuDriverGetVersion; 0 until read
 	count   atomic.Int64 // cuDeviceGetCount after cuInit; -1 until it succeeded
 }
@@ -50,7 +49,7 @@ var state struct {
 func init() { state.count.Store(-1) }
 
 // initOnce is the process's one initialization of the driver.
-var initOnce = once.Func(initialize)
+var initOnce = loader.OnceFunc(initialize)
 
 // Name returns "cuda".
 func (*Backend) Name() string { return "cuda" }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 )
 
@@ -60,7 +60,7 @@ func BenchmarkLoad(b *testing.B) {
 	loadFakes(b)
 	b.Run("dlopen", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := dynload.Load(driverLibrary()); err != nil {
+			if _, err := loader.Load(driverLibrary()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,7 +12,7 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // result is a CUresult.
@@ -54,7 +54,7 @@ var api = struct {
 	deviceGetName: func(dev cuDevice) (string, result) {
 		var name [256]C.char
 		r := C.gpuinit_cuDeviceGetName(&name[0], C.int(len(name)), C.CUdevice(dev))
-		return dynload.GoString(unsafe.Pointer(&name[0]), len(name)), result(r)
+		return loader.GoString(unsafe.Pointer(&name[0]), len(name)), result(r)
 	},
 	deviceTotalMem: func(dev cuDevice) (uint64, result) {
 		var n C.size_t
@@ -97,7 +97,7 @@ func deviceUUIDv1(dev cuDevice) (uuid [16]byte, r result) {
 func errorStrings(r result) (name, desc string) {
 	var n, d *C.char
 	C.gpuinit_cuErrorStrings(C.CUresult(r), &n, &d)
-	return dynload.GoString(unsafe.Pointer(n), dynload.MaxMessage), dynload.GoString(unsafe.Pointer(d), dynload.MaxMessage)
+	return loader.GoString(unsafe.Pointer(n), loader.MaxMessage), loader.GoString(unsafe.Pointer(d), loader.MaxMessage)
 }
 
 // cuContext is a CUcontext.

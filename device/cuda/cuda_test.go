@@ -138,7 +138,7 @@ func TestChildMIG(t *testing.T) {
 
 // TestChildNegativeCount: a driver that answers a negative count fails Init
 // with an error, memoized for every later Runtime of the process. (Before
-// the one-time init was a once.Func that refused the count, the count
+// the one-time init was a once.OnceFunc that refused the count, the count
 // panicked the first Runtime's init, and that panic was memoized as success:
 // the second was told "cuInit has not succeeded in this process".)
 func TestChildNegativeCount(t *testing.T) {

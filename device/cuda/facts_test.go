@@ -14,8 +14,8 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/rng/philox"
@@ -359,7 +359,7 @@ func TestGeneratorKeepsItsDeviceBuffer(t *testing.T) {
 	env, log := fake(t, fakedriver.CUDA)
 	log.Reset(t)
 	runChild(t, "TestChildGeneratorBuffer", env...)
-	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2", fmt.Sprintf("cuMemAlloc_v2 %d", 4*drawbuf.MaxValues), "cuMemFree_v2"},
+	assert.Equal(t, []string{"cuMemAlloc_v2 64", "cuMemFree_v2", "cuMemAlloc_v2 128", "cuMemFree_v2", fmt.Sprintf("cuMemAlloc_v2 %d", 4*loader.MaxDrawValues), "cuMemFree_v2"},
 		log.Lines(t, "cuMemAlloc", "cuMemFree"),
 		"16 values three times, then 8, then 32, then 2 buffers' worth and 8: one buffer, grown to its bound and no further, freed at Close")
 	assert.Equal(t, []string{"cuDevicePrimaryCtxRetain 0"}, log.Lines(t, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease"),
@@ -373,7 +373,7 @@ func TestChildGeneratorBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.SetSeed(42))
 	var drawn []uint32
-	for _, n := range []int{16, 16, 16, 8, 32, 2*drawbuf.MaxValues + 8} {
+	for _, n := range []int{16, 16, 16, 8, 32, 2*loader.MaxDrawValues + 8} {
 		buf := make([]uint32, n)
 		require.NoError(t, g.Generate(buf))
 		drawn = append(drawn, buf...)

@@ -12,13 +12,12 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/once"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // loadCurandOnce loads libcurand at the first generator, once per process.
-var loadCurandOnce = once.Func(loadCurand)
+var loadCurandOnce = loader.OnceFunc(loadCurand)
 
 // NewGenerator creates a cuRAND Philox4x32-10 generator on device ordinal
 // (curandCreateGenerator, default ordering) in the device's primary context,
@@ -69,7 +68,7 @@ type Generator struct {
 	pc  *primaryContext // nil for a host generator
 	// buf is a device generator's device memory for Generate, kept between
 	// calls (cuMemAlloc per draw costs more than the draw) and grown as
-	// needed, up to drawbuf.MaxValues; bufSize is its size in bytes, 0 before
+	// needed, up to loader.MaxDrawValues; bufSize is its size in bytes, 0 before
 	// the first Generate.
 	buf     deviceptr
 	bufSize int
@@ -108,11 +107,11 @@ func (g *Generator) Generate(dst []uint32) error {
 		return randCheck("curandGenerate", C.gpuinit_curandGenerateHost(g.gen, (*C.uint)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 	}
 	return g.pc.do(func() error {
-		return drawbuf.InPieces(dst, g.generateOnDevice)
+		return loader.DrawInPieces(dst, g.generateOnDevice)
 	})
 }
 
-// generateOnDevice draws len(dst) <= drawbuf.MaxValues values into the device
+// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the device
 // buffer, growing it if needed, and copies them to dst. The primary context
 // is current.
 func (g *Generator) generateOnDevice(dst []uint32) error {

@@ -14,14 +14,14 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // curandLibrary is where libcurand is looked for: the loader's search, or the
 // file GPUINIT_CURAND_LIBRARY names. GPU hosts with PyTorch wheels often have
 // it only inside the nvidia-curand package's lib/ folder: name it there.
-func curandLibrary() dynload.Spec {
-	return dynload.Spec{
+func curandLibrary() loader.Spec {
+	return loader.Spec{
 		Backend:  "cuda",
 		Names:    []string{"libcurand.so.10"},
 		Env:      EnvCurandLibrary,
@@ -32,7 +32,7 @@ func curandLibrary() dynload.Spec {
 }
 
 // curandSymbols are the cuRAND functions generators call.
-var curandSymbols = []dynload.Symbol{
+var curandSymbols = []loader.Symbol{
 	{Name: "curandCreateGenerator", Offset: unsafe.Offsetof(C.gpuinit_rand.curandCreateGenerator), Required: true},
 	{Name: "curandCreateGeneratorHost", Offset: unsafe.Offsetof(C.gpuinit_rand.curandCreateGeneratorHost), Required: true},
 	{Name: "curandDestroyGenerator", Offset: unsafe.Offsetof(C.gpuinit_rand.curandDestroyGenerator), Required: true},
@@ -46,7 +46,7 @@ var curandSymbols = []dynload.Symbol{
 // the device is usable.
 func loadCurand() error {
 	spec := curandLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err == nil {
 		err = lib.Bind(spec, curandSymbols, unsafe.Pointer(&C.gpuinit_rand), unsafe.Sizeof(C.gpuinit_rand), "install a cuRAND of CUDA 10 or later")
 	}

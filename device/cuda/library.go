@@ -13,15 +13,15 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // driverLibrary is where libcuda is looked for. Only libcuda.so.1: the bare
 // libcuda.so is, in build images, the toolkit's link stub, which answers
 // CUDA_ERROR_STUB_LIBRARY to every call. WSL2 keeps the driver in
 // /usr/lib/wsl/lib.
-func driverLibrary() dynload.Spec {
-	return dynload.Spec{
+func driverLibrary() loader.Spec {
+	return loader.Spec{
 		Backend:  "cuda",
 		Names:    []string{"libcuda.so.1"},
 		Dirs:     []string{"/usr/lib/wsl/lib"},
@@ -37,7 +37,7 @@ const linked = false
 
 // driverSymbols are the driver functions the backend calls, bound into
 // shim.h's table. The versioned names are the ones cuda.h's macros pick.
-var driverSymbols = []dynload.Symbol{
+var driverSymbols = []loader.Symbol{
 	{Name: "cuDriverGetVersion", Offset: unsafe.Offsetof(C.gpuinit_cu.cuDriverGetVersion), Required: true},
 	{Name: "cuInit", Offset: unsafe.Offsetof(C.gpuinit_cu.cuInit), Required: true},
 	{Name: "cuDeviceGetCount", Offset: unsafe.Offsetof(C.gpuinit_cu.cuDeviceGetCount), Required: true},
@@ -67,7 +67,7 @@ var driverSymbols = []dynload.Symbol{
 // CUDA_ERROR_NOT_INITIALIZED before cuInit. It loads and initializes
 // nothing.
 func initializedElsewhere() bool {
-	lib, ok := dynload.Preloaded("libcuda.so.1")
+	lib, ok := loader.Preloaded("libcuda.so.1")
 	if !ok {
 		return false
 	}
@@ -76,9 +76,9 @@ func initializedElsewhere() bool {
 }
 
 // loadDriver loads libcuda and binds driverSymbols into shim.h's table.
-func loadDriver() (dynload.Library, error) {
+func loadDriver() (loader.Library, error) {
 	spec := driverLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err != nil {
 		return lib, err
 	}

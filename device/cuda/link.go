@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/gpuinit/gpuinit/device/cuda/internal/linkapi"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // useOverride points the driver calls at linkapi.Override where a binding
@@ -34,9 +34,9 @@ func useOverride() {
 
 // loadDriver has nothing to load: the binary is linked with libcuda. It
 // takes a binding's override, if one was set, first.
-func loadDriver() (dynload.Library, error) {
+func loadDriver() (loader.Library, error) {
 	overrideOnce.Do(useOverride)
-	return dynload.Library{Path: "libcuda.so.1 (linked)", Preloaded: true}, nil
+	return loader.Library{Path: "libcuda.so.1 (linked)", Preloaded: true}, nil
 }
 
 var overrideOnce sync.Once

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +60,7 @@ func envValue(env []string, name string) string {
 func TestChildMessages(t *testing.T) {
 	child(t)
 	if p := os.Getenv("PRELOAD"); p != "" {
-		_, err := dynload.Load(dynload.Spec{Backend: "engine", Names: []string{p}}) // as a cgo engine would
+		_, err := loader.Load(loader.Spec{Backend: "engine", Names: []string{p}}) // as a cgo engine would
 		require.NoError(t, err)
 	}
 	err := process.Init(context.Background())

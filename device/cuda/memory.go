@@ -87,7 +87,7 @@ var sharesHostMemory = sync.OnceValue(func() []atomic.Int32 { return make([]atom
 
 // integratedDevice reports whether device ordinal shares the host's memory,
 // read at its first memory read and kept. A failed read is not kept, unlike
-// once.Value's: the device's memory is unknown while its attribute cannot be
+// once.OnceValue's: the device's memory is unknown while its attribute cannot be
 // read, not for the rest of the process, and no other device's is. Callers
 // that race on the first read each read; the answers are the same.
 func integratedDevice(ordinal int) (bool, error) {

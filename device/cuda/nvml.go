@@ -17,20 +17,19 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/once"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // nvmlLibrary is where NVML is looked for. It is installed with every
 // NVIDIA driver, next to libcuda.
-func nvmlLibrary() dynload.Spec {
-	return dynload.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
+func nvmlLibrary() loader.Spec {
+	return loader.Spec{Backend: "cuda", Names: []string{"libnvidia-ml.so.1"}, Dirs: []string{"/usr/lib/wsl/lib"},
 		Env: EnvNVMLLibrary, Hint: "NVML ships with the NVIDIA driver; in a container, the NVIDIA container toolkit mounts it",
 		Identity: "nvmlInit_v2"}
 }
 
 // nvmlSymbols are the NVML functions the backend calls.
-var nvmlSymbols = []dynload.Symbol{
+var nvmlSymbols = []loader.Symbol{
 	{Name: "nvmlInit_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlInit_v2), Required: true},
 	{Name: "nvmlDeviceGetHandleByUUID", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetHandleByUUID), Required: true},
 	{Name: "nvmlDeviceGetHandleByPciBusId_v2", Offset: unsafe.Offsetof(C.gpuinit_nvml.nvmlDeviceGetHandleByPciBusId_v2), Required: true},
@@ -91,13 +90,13 @@ type nvmlHandles []func() (C.nvmlDevice_t, error)
 
 // loadNVML loads and initializes NVML at the first MemoryInfo, once per
 // process; Init has succeeded, so the devices are known.
-var loadNVML = once.Value(func() (nvmlHandles, error) {
+var loadNVML = loader.OnceValue(func() (nvmlHandles, error) {
 	if err := initNVML(); err != nil {
 		return nil, err
 	}
 	handles := make(nvmlHandles, state.count.Load())
 	for ordinal := range handles {
-		handles[ordinal] = once.Value(func() (C.nvmlDevice_t, error) {
+		handles[ordinal] = loader.OnceValue(func() (C.nvmlDevice_t, error) {
 			info, err := describe(ordinal)
 			if err != nil {
 				return nil, err
@@ -109,9 +108,9 @@ var loadNVML = once.Value(func() (nvmlHandles, error) {
 })
 
 // initNVML loads NVML, binds it and calls nvmlInit_v2, once per process.
-var initNVML = once.Func(func() error {
+var initNVML = loader.OnceFunc(func() error {
 	spec := nvmlLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err == nil {
 		err = lib.Bind(spec, nvmlSymbols, unsafe.Pointer(&C.gpuinit_nvml), unsafe.Sizeof(C.gpuinit_nvml), "upgrade the NVIDIA driver")
 	}
@@ -165,7 +164,7 @@ func nvmlCheck(op string, r C.nvmlReturn_t) error {
 	}
 	msg := ""
 	if C.gpuinit_nvml.nvmlErrorString != nil {
-		msg = dynload.GoString(unsafe.Pointer(C.gpuinit_nvmlError(r)), dynload.MaxMessage)
+		msg = loader.GoString(unsafe.Pointer(C.gpuinit_nvmlError(r)), loader.MaxMessage)
 	}
 	return drivercodes.NVML.Error(op, int(r), "", msg)
 }

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // migOf reads what NVML says of the MIG instance with this UUID: its GPU- and
@@ -34,11 +34,11 @@ func migOf(uuid string) *driver.MIG {
 	}
 	if m.mig != 0 {
 		out.GPUInstance, out.ComputeInstance = int(m.gi), int(m.ci)
-		out.Profile = profileOf(dynload.GoString(unsafe.Pointer(&m.name[0]), len(m.name)))
+		out.Profile = profileOf(loader.GoString(unsafe.Pointer(&m.name[0]), len(m.name)))
 	}
 	if m.r == 0 {
-		out.ParentUUID = dynload.GoString(unsafe.Pointer(&m.parent_uuid[0]), len(m.parent_uuid))
-		out.ParentPCIBusID = busIDOf(dynload.GoString(unsafe.Pointer(&m.parent_bus[0]), len(m.parent_bus)))
+		out.ParentUUID = loader.GoString(unsafe.Pointer(&m.parent_uuid[0]), len(m.parent_uuid))
+		out.ParentPCIBusID = busIDOf(loader.GoString(unsafe.Pointer(&m.parent_bus[0]), len(m.parent_bus)))
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +33,7 @@ func TestRealNVML(t *testing.T) {
 
 func TestChildRealNVML(t *testing.T) {
 	child(t)
-	lib, err := dynload.Load(nvmlLibrary())
+	lib, err := loader.Load(nvmlLibrary())
 	if errors.Is(err, driver.ErrDriverNotFound) {
 		t.Skip("no libnvidia-ml.so.1 on this machine:", err)
 	}

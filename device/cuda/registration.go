@@ -4,8 +4,8 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // Environment variables naming files to load instead of searching, for odd
@@ -37,13 +37,13 @@ func Registration() driver.Registration {
 		Env: []driver.EnvVar{
 			{Name: EnvLibrary, Doc: "the libcuda.so.1 to load: a path, or a name for the loader to find",
 				Default: "libcuda.so.1 on the loader's path, then /usr/lib/wsl/lib",
-				Check:   dynload.CheckFile(EnvLibrary, "libcuda.so.1")},
+				Check:   loader.CheckFile(EnvLibrary, "libcuda.so.1")},
 			{Name: EnvCurandLibrary, Doc: "the libcurand.so.10 the generators load (the nvidia-curand wheel's lib/ has one)",
 				Default: "libcurand.so.10 on the loader's path",
-				Check:   dynload.CheckFile(EnvCurandLibrary, "libcurand.so.10")},
+				Check:   loader.CheckFile(EnvCurandLibrary, "libcurand.so.10")},
 			{Name: EnvNVMLLibrary, Doc: "the libnvidia-ml.so.1 the health watch and the device details load",
 				Default: "libnvidia-ml.so.1 on the loader's path, then /usr/lib/wsl/lib",
-				Check:   dynload.CheckFile(EnvNVMLLibrary, "libnvidia-ml.so.1")},
+				Check:   loader.CheckFile(EnvNVMLLibrary, "libnvidia-ml.so.1")},
 		},
 		Classify: classify,
 	}

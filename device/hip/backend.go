@@ -11,9 +11,8 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/host"
-	"github.com/gpuinit/gpuinit/device/internal/once"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // open gives every registry the process's one backend; unavailable is empty:
@@ -38,7 +37,7 @@ type Backend struct {
 // library, then, once hipInit and the device queries succeeded, the
 // versions and the devices.
 var state struct {
-	lib   atomic.Pointer[dynload.Library]
+	lib   atomic.Pointer[loader.Library]
 	ready atomic.Pointer[runtimeState]
 }
 
@@ -60,7 +59,7 @@ type target struct {
 }
 
 // initOnce is the process's one initialization of the runtime.
-var initOnce = once.Func(initialize)
+var initOnce = loader.OnceFunc(initialize)
 
 // Name returns "hip".
 func (*Backend) Name() string { return "hip" }

@@ -10,7 +10,7 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // The HIP runtime's calls, through shim.h's table; each returns the raw
@@ -39,7 +39,7 @@ func getDeviceCount() (int, int) {
 func deviceGetName(ordinal int) (string, int) {
 	var name [256]C.char
 	r := C.gpuinit_hipDeviceGetName(&name[0], C.int(len(name)), C.int(ordinal))
-	return dynload.GoString(unsafe.Pointer(&name[0]), len(name)), int(r)
+	return loader.GoString(unsafe.Pointer(&name[0]), len(name)), int(r)
 }
 
 func deviceTotalMem(ordinal int) (uint64, int) {
@@ -51,7 +51,7 @@ func deviceTotalMem(ordinal int) (uint64, int) {
 func deviceGetPCIBusID(ordinal int) (string, int) {
 	var id [64]C.char
 	r := C.gpuinit_hipDeviceGetPCIBusId(&id[0], C.int(len(id)), C.int(ordinal))
-	return dynload.GoString(unsafe.Pointer(&id[0]), len(id)), int(r)
+	return loader.GoString(unsafe.Pointer(&id[0]), len(id)), int(r)
 }
 
 // swapDevice makes ordinal current on this OS thread and returns the one it
@@ -79,5 +79,5 @@ func memcpyDtoH(dst, src unsafe.Pointer, bytes int) int {
 func errorStrings(r int) (name, desc string) {
 	var n, d *C.char
 	C.gpuinit_hipErrorStrings(C.hipError_t(r), &n, &d)
-	return dynload.GoString(unsafe.Pointer(n), dynload.MaxMessage), dynload.GoString(unsafe.Pointer(d), dynload.MaxMessage)
+	return loader.GoString(unsafe.Pointer(n), loader.MaxMessage), loader.GoString(unsafe.Pointer(d), loader.MaxMessage)
 }

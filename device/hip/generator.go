@@ -11,8 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // NewGenerator creates a hipRAND Philox4x32-10 generator
@@ -41,7 +41,7 @@ type Generator struct {
 	ordinal int
 	// buf is device memory for Generate, kept between calls (hipMalloc per
 	// draw costs more than the draw) and grown as needed, up to
-	// drawbuf.MaxValues; bufSize is its size in bytes, 0 before the first
+	// loader.MaxDrawValues; bufSize is its size in bytes, 0 before the first
 	// Generate.
 	buf     unsafe.Pointer
 	bufSize int
@@ -65,11 +65,11 @@ func (g *Generator) Generate(dst []uint32) error {
 		return nil
 	}
 	return onDevice(g.ordinal, func() error {
-		return drawbuf.InPieces(dst, g.generateOnDevice)
+		return loader.DrawInPieces(dst, g.generateOnDevice)
 	})
 }
 
-// generateOnDevice draws len(dst) <= drawbuf.MaxValues values into the device
+// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the device
 // buffer, growing it if needed, and copies them to dst. The device is
 // current.
 func (g *Generator) generateOnDevice(dst []uint32) error {

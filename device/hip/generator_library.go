@@ -15,19 +15,18 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
-	"github.com/gpuinit/gpuinit/device/internal/once"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // hiprandLibrary is where libhiprand is looked for: first in the directory of
 // the libamdhip64 that Init chose, so that their ROCm majors match, then
 // through the loader's search, or the file GPUINIT_HIPRAND_LIBRARY names.
-func hiprandLibrary() dynload.Spec {
+func hiprandLibrary() loader.Spec {
 	var prefer []string
 	if lib := state.lib.Load(); lib != nil {
 		prefer = []string{filepath.Dir(lib.Path)}
 	}
-	return dynload.Spec{
+	return loader.Spec{
 		Backend:  "hip",
 		Names:    []string{"libhiprand.so.1"},
 		Prefer:   prefer,
@@ -38,7 +37,7 @@ func hiprandLibrary() dynload.Spec {
 }
 
 // hiprandSymbols are the hipRAND functions generators call.
-var hiprandSymbols = []dynload.Symbol{
+var hiprandSymbols = []loader.Symbol{
 	{Name: "hiprandCreateGenerator", Offset: unsafe.Offsetof(C.gpuinit_hiprand.hiprandCreateGenerator), Required: true},
 	{Name: "hiprandDestroyGenerator", Offset: unsafe.Offsetof(C.gpuinit_hiprand.hiprandDestroyGenerator), Required: true},
 	{Name: "hiprandSetPseudoRandomGeneratorSeed", Offset: unsafe.Offsetof(C.gpuinit_hiprand.hiprandSetPseudoRandomGeneratorSeed), Required: true},
@@ -49,9 +48,9 @@ var hiprandSymbols = []dynload.Symbol{
 // loadHiprandOnce loads libhiprand at the first generator, once per process.
 // A failure wraps driver.ErrNotSupported: without hipRAND there are no device
 // generators, but the device is usable.
-var loadHiprandOnce = once.Func(func() error {
+var loadHiprandOnce = loader.OnceFunc(func() error {
 	spec := hiprandLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err == nil {
 		err = lib.Bind(spec, hiprandSymbols, unsafe.Pointer(&C.gpuinit_hiprand), unsafe.Sizeof(C.gpuinit_hiprand), "install a hipRAND of ROCm 5 or later")
 	}

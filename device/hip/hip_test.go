@@ -16,8 +16,8 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/drawbuf"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -89,7 +89,7 @@ func TestOverTheFakeRuntime(t *testing.T) {
 		t.Parallel()
 		env, log := fakeHost(t, fakedriver.HIP) // a log of its own
 		runChild(t, "TestChildGeneratorBuffer", env...)
-		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*drawbuf.MaxValues), "hipFree"},
+		assert.Equal(t, []string{"hipMalloc 64", "hipFree", "hipMalloc 128", "hipFree", fmt.Sprintf("hipMalloc %d", 4*loader.MaxDrawValues), "hipFree"},
 			log.Lines(t, "hipMalloc", "hipFree"),
 			"16 values three times, then 8, then 32, then 2 buffers' worth and 8: grown to its bound and no further")
 	})
@@ -136,7 +136,7 @@ func TestOverTheFakeRuntime(t *testing.T) {
 
 // TestChildNegativeCount: a runtime library that answers a negative count
 // fails Init with an error, memoized for every later Runtime of the process.
-// (Before the one-time init was a once.Func that refused the count, the
+// (Before the one-time init was a once.OnceFunc that refused the count, the
 // count panicked the first Runtime's init and the second was told that
 // hipInit had not succeeded.)
 func TestChildNegativeCount(t *testing.T) {
@@ -229,7 +229,7 @@ func TestChildGeneratorBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.SetSeed(42))
 	var drawn []uint32
-	for _, n := range []int{16, 16, 16, 8, 32, 2*drawbuf.MaxValues + 8} {
+	for _, n := range []int{16, 16, 16, 8, 32, 2*loader.MaxDrawValues + 8} {
 		buf := make([]uint32, n)
 		require.NoError(t, g.Generate(buf))
 		drawn = append(drawn, buf...)

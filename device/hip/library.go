@@ -14,17 +14,17 @@ import (
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // runtimeLibrary is where libamdhip64 is looked for: every ROCm major's
 // soname, newest first, then the unversioned name, through the loader's
 // search, then ROCm's usual homes and WSL2's driver directory.
-func runtimeLibrary() dynload.Spec {
-	return dynload.Spec{
+func runtimeLibrary() loader.Spec {
+	return loader.Spec{
 		Backend:  "hip",
 		Names:    []string{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
-		Dirs:     dynload.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib", "/usr/lib/wsl/lib"),
+		Dirs:     loader.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib", "/usr/lib/wsl/lib"),
 		Env:      EnvLibrary,
 		Hint:     drivercodes.HIPNotFoundHint(os.Getenv("ROCM_PATH")),
 		Identity: "hipInit",
@@ -33,7 +33,7 @@ func runtimeLibrary() dynload.Spec {
 
 // runtimeSymbols are the HIP functions the backend calls, bound into shim.h's
 // table.
-var runtimeSymbols = []dynload.Symbol{
+var runtimeSymbols = []loader.Symbol{
 	{Name: "hipInit", Offset: unsafe.Offsetof(C.gpuinit_hip.hipInit), Required: true},
 	{Name: "hipDriverGetVersion", Offset: unsafe.Offsetof(C.gpuinit_hip.hipDriverGetVersion), Required: true},
 	{Name: "hipRuntimeGetVersion", Offset: unsafe.Offsetof(C.gpuinit_hip.hipRuntimeGetVersion), Required: true},
@@ -52,9 +52,9 @@ var runtimeSymbols = []dynload.Symbol{
 }
 
 // loadRuntime loads libamdhip64 and binds runtimeSymbols into shim.h's table.
-func loadRuntime() (dynload.Library, error) {
+func loadRuntime() (loader.Library, error) {
 	spec := runtimeLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err != nil {
 		return lib, err
 	}

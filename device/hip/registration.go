@@ -9,8 +9,8 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
 	"github.com/gpuinit/gpuinit/device/internal/host"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // EnvRASPeriod sets how often the health watch reads amdgpu's RAS counters,
@@ -51,13 +51,13 @@ func Registration() driver.Registration {
 		Env: []driver.EnvVar{
 			{Name: EnvLibrary, Doc: "the libamdhip64 to load: a path, or a name for the loader to find",
 				Default: "libamdhip64.so.7, .6, .5, then .so, on the loader's path, in $ROCM_PATH/lib, /opt/rocm/lib, /usr/lib/wsl/lib",
-				Check:   dynload.CheckFile(EnvLibrary, "libamdhip64.so")},
+				Check:   loader.CheckFile(EnvLibrary, "libamdhip64.so")},
 			{Name: EnvHiprandLibrary, Doc: "the libhiprand.so.1 the generators load",
 				Default: "libhiprand.so.1 beside the libamdhip64 loaded, then on the loader's path",
-				Check:   dynload.CheckFile(EnvHiprandLibrary, "libhiprand.so.1")},
+				Check:   loader.CheckFile(EnvHiprandLibrary, "libhiprand.so.1")},
 			{Name: EnvSMILibrary, Doc: "the librocm_smi64 the health watch loads for the devices' events",
 				Default: "librocm_smi64.so.7, .6, .5, .1, then .so, on the loader's path, in $ROCM_PATH/lib, /opt/rocm/lib",
-				Check:   dynload.CheckFile(EnvSMILibrary, "librocm_smi64.so.7")},
+				Check:   loader.CheckFile(EnvSMILibrary, "librocm_smi64.so.7")},
 			{Name: EnvRASPeriod, Doc: "how often the health watch reads amdgpu's RAS error counters, a positive Go duration",
 				Default: "10s", Check: func(string) error { _, err := rasPeriod(); return err }},
 		},

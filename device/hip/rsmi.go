@@ -17,17 +17,17 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device/internal/dynload"
+	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
 // smiLibrary is where librocm_smi64 is looked for: each release's soname,
 // newest first (ROCm 6 and 7 ship .so.7, ROCm 5 .so.5, Debian 12's 5.2.3
 // .so.1), then the unversioned name, then ROCm's usual homes.
-func smiLibrary() dynload.Spec {
-	return dynload.Spec{
+func smiLibrary() loader.Spec {
+	return loader.Spec{
 		Backend:  "hip",
 		Names:    []string{"librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5", "librocm_smi64.so.1", "librocm_smi64.so"},
-		Dirs:     dynload.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib"),
+		Dirs:     loader.Dirs([]string{os.Getenv("ROCM_PATH")}, "lib", "/opt/rocm/lib"),
 		Env:      EnvSMILibrary,
 		Hint:     "install ROCm SMI (Debian: librocm-smi64-1; ROCm: rocm-smi-lib), or set " + EnvSMILibrary,
 		Identity: "rsmi_init",
@@ -36,7 +36,7 @@ func smiLibrary() dynload.Spec {
 
 // smiSymbols are the ROCm SMI functions the watch calls, all required: one
 // missing leaves the events unwatched, naming it.
-var smiSymbols = []dynload.Symbol{
+var smiSymbols = []loader.Symbol{
 	{Name: "rsmi_init", Offset: unsafe.Offsetof(C.gpuinit_rsmi.rsmi_init), Required: true},
 	{Name: "rsmi_shut_down", Offset: unsafe.Offsetof(C.gpuinit_rsmi.rsmi_shut_down), Required: true},
 	{Name: "rsmi_version_get", Offset: unsafe.Offsetof(C.gpuinit_rsmi.rsmi_version_get), Required: true},
@@ -51,9 +51,9 @@ var smiSymbols = []dynload.Symbol{
 
 // loadSMI loads librocm_smi64 and binds smiSymbols, once per process; the
 // library is never closed.
-var loadSMI = sync.OnceValues(func() (dynload.Library, error) {
+var loadSMI = sync.OnceValues(func() (loader.Library, error) {
 	spec := smiLibrary()
-	lib, err := dynload.Load(spec)
+	lib, err := loader.Load(spec)
 	if err != nil {
 		return lib, err
 	}
@@ -71,7 +71,7 @@ func smiVersion() (smiRelease, int) {
 	var v C.gpuinit_rsmi_version_t
 	r := int(C.gpuinit_rsmiVersion(&v))
 	return smiRelease{Major: int(v.major), Minor: int(v.minor), Patch: int(v.patch),
-		Build: dynload.GoString(unsafe.Pointer(v.build), 64)}, r
+		Build: loader.GoString(unsafe.Pointer(v.build), 64)}, r
 }
 
 func smiNumDevices() (int, int) {
@@ -127,7 +127,7 @@ func smiStatus(r int) string {
 	if C.gpuinit_rsmiStatusString(C.rsmi_status_t(r), &s) != 0 || s == nil {
 		return fmt.Sprintf("%d %s", r, name)
 	}
-	desc := dynload.GoString(unsafe.Pointer(s), dynload.MaxMessage)
+	desc := loader.GoString(unsafe.Pointer(s), loader.MaxMessage)
 	if rest, ok := strings.CutPrefix(desc, name+":"); ok {
 		desc = strings.TrimSpace(rest)
 	}

@@ -45,7 +45,7 @@ func NewReport(backend string) Report { return Report{Schema: schema, Backend: b
 // classifies it as the child saw it.
 type ReportedError struct {
 	Message string `json:"message"`
-	Kind    string `json:"sentinel,omitempty"` // the sentinel it wraps, as errkind names it
+	Kind    string `json:"sentinel,omitempty"` // the sentinel it wraps, as drivercodes.KindOf names it
 	// A *driver.DriverError's fields, when it was one.
 	Driver  bool   `json:"driver,omitempty"`
 	Backend string `json:"backend,omitempty"`

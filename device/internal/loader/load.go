@@ -1,16 +1,4 @@
-// Package dynload finds and loads a vendor library at run time, in the order
-// and with the errors the backends share: the file an environment variable
-// names, else a library the process already has (a cgo engine may have loaded
-// one: two copies of a GPU runtime in one process break both), else the
-// directories the backend prefers (hipRAND next to the libamdhip64 in use),
-// else the dynamic loader's own search (LD_LIBRARY_PATH, the cache), else the
-// usual install directories; then it binds the functions a backend calls
-// from a Go-side symbol list into the backend's C table of function
-// pointers, all or nothing, as go-nvml's pkg/dl does for its own use. It is
-// the one cgo package besides the backends, which keep only their C tables
-// and trampolines; the search order is pure Go, over an opener that tests
-// replace. Libraries are never closed.
-package dynload
+package loader
 
 import (
 	"fmt"

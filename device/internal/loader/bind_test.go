@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package dynload
+package loader
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package dynload
+package loader
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package once
+package loader
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 func TestAPanicIsMemoizedAsThatPanicsError(t *testing.T) {
 	calls := 0
-	f := Func(func() error { calls++; panic("negative device count") })
+	f := OnceFunc(func() error { calls++; panic("negative device count") })
 	var errs [3]error
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -37,7 +37,7 @@ func TestAnErrorOrSuccessIsMemoized(t *testing.T) {
 	}{{"failure", boom}, {"success", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			f := Value(func() (int, error) { calls++; return 7, tc.err })
+			f := OnceValue(func() (int, error) { calls++; return 7, tc.err })
 			for range 3 {
 				v, err := f()
 				assert.Equal(t, 7, v)
@@ -49,7 +49,7 @@ func TestAnErrorOrSuccessIsMemoized(t *testing.T) {
 }
 
 func TestGoexitIsMemoizedAsErrGoexit(t *testing.T) {
-	f := Func(func() error { runtime.Goexit(); return nil })
+	f := OnceFunc(func() error { runtime.Goexit(); return nil })
 	done := make(chan error)
 	go func() {
 		defer func() { done <- f() }() // the second call, after the first's Goexit

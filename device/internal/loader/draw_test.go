@@ -1,4 +1,4 @@
-package drawbuf
+package loader
 
 import (
 	"errors"
@@ -14,13 +14,13 @@ func TestInPiecesCoversDstInBoundedPiecesInOrder(t *testing.T) {
 	}{
 		{0, nil},
 		{5, []int{5}},
-		{MaxValues, []int{MaxValues}},
-		{2*MaxValues + 8, []int{MaxValues, MaxValues, 8}},
+		{MaxDrawValues, []int{MaxDrawValues}},
+		{2*MaxDrawValues + 8, []int{MaxDrawValues, MaxDrawValues, 8}},
 	} {
 		dst := make([]uint32, tc.n)
 		var sizes []int
 		next := uint32(0)
-		assert.NoError(t, InPieces(dst, func(piece []uint32) error {
+		assert.NoError(t, DrawInPieces(dst, func(piece []uint32) error {
 			sizes = append(sizes, len(piece))
 			for i := range piece {
 				piece[i] = next
@@ -40,7 +40,7 @@ func TestInPiecesCoversDstInBoundedPiecesInOrder(t *testing.T) {
 func TestInPiecesStopsAtTheFirstError(t *testing.T) {
 	boom := errors.New("boom")
 	calls := 0
-	err := InPieces(make([]uint32, 3*MaxValues), func([]uint32) error { calls++; return boom })
+	err := DrawInPieces(make([]uint32, 3*MaxDrawValues), func([]uint32) error { calls++; return boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, 1, calls)
 }
