@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/lazy"
@@ -184,16 +185,16 @@ func TestCloseWaitsForAHealthWatchThatStops(t *testing.T) {
 	})
 }
 
-func (b *stuckWatch) WatchHealth(_ context.Context, report func(driver.HealthEvent)) error {
+func (b *stuckWatch) WatchHealth(_ context.Context, report func(healthwatch.Event)) error {
 	for ordinal := range 2 {
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching})
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching})
 	}
 	<-b.release
-	report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching})
+	report(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindWatching})
 	return nil
 }
 
-func (b *slowToStop) WatchHealth(ctx context.Context, _ func(driver.HealthEvent)) error {
+func (b *slowToStop) WatchHealth(ctx context.Context, _ func(healthwatch.Event)) error {
 	<-ctx.Done()
 	time.Sleep(500 * time.Millisecond)
 	b.returned.Store(true)
@@ -291,11 +292,11 @@ type trackedHang struct {
 	release chan struct{}
 }
 
-func (b *trackedHang) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (b *trackedHang) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	for ordinal := range 2 {
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching})
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching})
 	}
-	end := driver.TrackCall(ctx, -1, "nvmlEventSetWait_v2")
+	end := healthwatch.TrackCall(ctx, -1, "nvmlEventSetWait_v2")
 	<-b.release
 	end()
 	return nil

@@ -3,48 +3,48 @@ package device
 import (
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/watch"
 )
 
 // judge is a device's verdict and its reason. It is unhealthy once lost,
 // and unknown while not watched. Otherwise it is the most severe of the
 // driver's conditions, or healthy.
-func judge(h DeviceHealth, lost []LostDevice) (driver.Verdict, string) {
+func judge(h DeviceHealth, lost []LostDevice) (healthwatch.Verdict, string) {
 	for _, l := range lost {
 		if l.Ordinal == h.Ordinal {
 			why := "lost: " + l.Err.Error()
 			if h.Recovered.After(l.At) {
 				why += " (the driver reported it usable again at " + h.Recovered.Format(time.RFC3339) + ": a new process may use it)"
 			}
-			return driver.VerdictUnhealthy, why
+			return healthwatch.VerdictUnhealthy, why
 		}
 	}
 	if h.HungCall != "" {
-		return driver.VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
+		return healthwatch.VerdictUnknown, "the health watch's call " + h.HungCall + " is past its deadline"
 	}
 	if !h.Watched {
-		return driver.VerdictUnknown, h.Why
+		return healthwatch.VerdictUnknown, h.Why
 	}
 	if len(h.Conditions) > 0 {
 		c := h.Conditions[0]
 		return c.Verdict, string(c.Kind) + ": " + c.Message
 	}
-	return driver.VerdictHealthy, ""
+	return healthwatch.VerdictHealthy, ""
 }
 
 // conditions is the public form of the watch's conditions.
-func conditions(cs []watch.Condition) []driver.Condition {
+func conditions(cs []watch.Condition) []healthwatch.Condition {
 	if len(cs) == 0 {
 		return nil
 	}
-	out := make([]driver.Condition, len(cs))
+	out := make([]healthwatch.Condition, len(cs))
 	for i, c := range cs {
-		v := driver.VerdictDegraded
+		v := healthwatch.VerdictDegraded
 		if c.Level == watch.Unhealthy {
-			v = driver.VerdictUnhealthy
+			v = healthwatch.VerdictUnhealthy
 		}
-		out[i] = driver.Condition{Kind: c.Kind, Verdict: v, Message: c.Message, Hint: c.Hint, At: c.At}
+		out[i] = healthwatch.Condition{Kind: c.Kind, Verdict: v, Message: c.Message, Hint: c.Hint, At: c.At}
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +33,7 @@ func waitStats(t *testing.T, rt *device.Runtime, what string, ok func(device.Sta
 }
 
 // verdictIs is a wait condition: device ordinal's verdict is v.
-func verdictIs(ordinal int, v driver.Verdict) func(device.Stats) bool {
+func verdictIs(ordinal int, v healthwatch.Verdict) func(device.Stats) bool {
 	return func(st device.Stats) bool { return len(st.Health) > ordinal && st.Health[ordinal].Verdict == v }
 }
 
@@ -46,45 +46,45 @@ func openSim(t *testing.T) (*device.Runtime, *sim.Backend) {
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
 	require.NoError(t, rt.Init(context.Background()))
 	waitStats(t, rt, "watched", func(st device.Stats) bool {
-		return verdictIs(0, driver.VerdictHealthy)(st) && verdictIs(1, driver.VerdictHealthy)(st)
+		return verdictIs(0, healthwatch.VerdictHealthy)(st) && verdictIs(1, healthwatch.VerdictHealthy)(st)
 	})
 	return rt, s
 }
 
 func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
-	recovery := func(a driver.RecoveryAction, action driver.HealthAction) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
+	recovery := func(a healthwatch.RecoveryAction, action healthwatch.Action) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
 	}
 	cases := []struct {
 		name    string
-		events  []driver.HealthEvent
-		verdict driver.Verdict
+		events  []healthwatch.Event
+		verdict healthwatch.Verdict
 		reason  string // in the verdict's reason
 		lost    bool
 	}{
 		{"a recovery action of reset loses the device",
-			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose)},
-			driver.VerdictUnhealthy, "lost", true},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryResetGPU, healthwatch.Lose)},
+			healthwatch.VerdictUnhealthy, "lost", true},
 		{"a reboot, too",
-			[]driver.HealthEvent{recovery(driver.RecoveryRebootNode, driver.HealthLose)},
-			driver.VerdictUnhealthy, "lost", true},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryRebootNode, healthwatch.Lose)},
+			healthwatch.VerdictUnhealthy, "lost", true},
 		{"a drain degrades it",
-			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade)},
-			driver.VerdictDegraded, "recovery action drain", false},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryDrain, healthwatch.Degrade)},
+			healthwatch.VerdictDegraded, "recovery action drain", false},
 		{"a pending remap degrades it",
-			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "a row remap is pending"}},
-			driver.VerdictDegraded, "row-remap: a row remap is pending", false},
+			[]healthwatch.Event{{Ordinal: 1, Kind: healthwatch.KindRemap, Action: healthwatch.Degrade, Message: "a row remap is pending"}},
+			healthwatch.VerdictDegraded, "row-remap: a row remap is pending", false},
 		{"a pending remap that a reset applied is healthy again",
-			[]driver.HealthEvent{
-				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "pending"},
-				{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthRecover, Message: "applied"}},
-			driver.VerdictHealthy, "", false},
+			[]healthwatch.Event{
+				{Ordinal: 1, Kind: healthwatch.KindRemap, Action: healthwatch.Degrade, Message: "pending"},
+				{Ordinal: 1, Kind: healthwatch.KindRemap, Action: healthwatch.Recover, Message: "applied"}},
+			healthwatch.VerdictHealthy, "", false},
 		{"a ring hang loses it",
-			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthRingHang, Action: driver.HealthLose, Message: "the gfx ring hung"}},
-			driver.VerdictUnhealthy, "gfx ring hung", true},
+			[]healthwatch.Event{{Ordinal: 1, Kind: healthwatch.KindRingHang, Action: healthwatch.Lose, Message: "the gfx ring hung"}},
+			healthwatch.VerdictUnhealthy, "gfx ring hung", true},
 		{"a reset after the loss says when a new process may use it",
-			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			driver.VerdictUnhealthy, "a new process may use it", true},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryResetGPU, healthwatch.Lose), recovery(healthwatch.RecoveryNone, healthwatch.Recover)},
+			healthwatch.VerdictUnhealthy, "a new process may use it", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,14 +95,14 @@ func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
 			last := c.events[len(c.events)-1]
 			st := waitStats(t, rt, "judged", func(st device.Stats) bool {
 				h := st.Health[1]
-				return h.Verdict == c.verdict && (last.Action != driver.HealthRecover || !h.Recovered.IsZero())
+				return h.Verdict == c.verdict && (last.Action != healthwatch.Recover || !h.Recovered.IsZero())
 			})
 			h := st.Health[1]
 			assert.Contains(t, h.Reason, c.reason)
 			assert.False(t, h.Since.IsZero(), "since when")
 			assert.Equal(t, c.lost, len(st.Lost) == 1, "lost")
-			assert.Equal(t, driver.VerdictHealthy, st.Health[0].Verdict, "the other device is healthy")
-			if last.Kind == driver.HealthRecovery {
+			assert.Equal(t, healthwatch.VerdictHealthy, st.Health[0].Verdict, "the other device is healthy")
+			if last.Kind == healthwatch.KindRecovery {
 				assert.Equal(t, last.Recovery, h.Recovery)
 			}
 		})
@@ -114,49 +114,49 @@ func TestEachDevicesVerdictFollowsTheDriversOwnWord(t *testing.T) {
 // reset; a fabric healthy again, or a drain that ended, recovers only its own
 // condition. applied tells when the last event is in the Stats.
 func TestALostGPUIsUsableAgainOnlyAfterAReset(t *testing.T) {
-	fabric := func(action driver.HealthAction, words string) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthFabric, Action: action, Message: "the GPU's fabric: " + words,
-			Fabric: &driver.FabricState{State: 3, Words: words}}
+	fabric := func(action healthwatch.Action, words string) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindFabric, Action: action, Message: "the GPU's fabric: " + words,
+			Fabric: &healthwatch.FabricState{State: 3, Words: words}}
 	}
-	recovery := func(a driver.RecoveryAction, action driver.HealthAction) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
+	recovery := func(a healthwatch.RecoveryAction, action healthwatch.Action) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindRecovery, Action: action, Recovery: a, Message: "recovery action " + a.String()}
 	}
 	fabricIs := func(words string) func(device.DeviceHealth) bool {
 		return func(h device.DeviceHealth) bool { return h.Fabric != nil && h.Fabric.Words == words }
 	}
 	cases := []struct {
 		name    string
-		events  []driver.HealthEvent
+		events  []healthwatch.Event
 		applied func(device.DeviceHealth) bool
 		usable  bool
 	}{
 		{"a fabric healthy again does not recover the loss",
-			[]driver.HealthEvent{fabric(driver.HealthDegrade, "limited"), fabric(driver.HealthRecover, "healthy")},
+			[]healthwatch.Event{fabric(healthwatch.Degrade, "limited"), fabric(healthwatch.Recover, "healthy")},
 			fabricIs("healthy"), false},
 		{"nor does a benign fabric change after that",
-			[]driver.HealthEvent{fabric(driver.HealthLose, "unhealthy"), fabric(driver.HealthRecover, "healthy"), fabric(driver.HealthInform, "healthy, again")},
+			[]healthwatch.Event{fabric(healthwatch.Lose, "unhealthy"), fabric(healthwatch.Recover, "healthy"), fabric(healthwatch.Inform, "healthy, again")},
 			fabricIs("healthy, again"), false},
 		{"nor a drain that ended",
-			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, false},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryDrain, healthwatch.Degrade), recovery(healthwatch.RecoveryNone, healthwatch.Recover)},
+			func(h device.DeviceHealth) bool { return h.Recovery == healthwatch.RecoveryNone }, false},
 		{"the recovery action back to none after a reset does",
-			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, true},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryResetGPU, healthwatch.Lose), recovery(healthwatch.RecoveryNone, healthwatch.Recover)},
+			func(h device.DeviceHealth) bool { return h.Recovery == healthwatch.RecoveryNone }, true},
 		{"so does AMD's post-reset event",
-			[]driver.HealthEvent{{Ordinal: 1, Kind: driver.HealthReset, Action: driver.HealthRecover, Message: "post-reset"}},
+			[]healthwatch.Event{{Ordinal: 1, Kind: healthwatch.KindReset, Action: healthwatch.Recover, Message: "post-reset"}},
 			func(h device.DeviceHealth) bool { return !h.Recovered.IsZero() }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rt, s := openSim(t)
 			s.InjectXid(1, 79)
-			waitStats(t, rt, "lost", verdictIs(1, driver.VerdictUnhealthy))
+			waitStats(t, rt, "lost", verdictIs(1, healthwatch.VerdictUnhealthy))
 			for _, ev := range c.events {
 				s.InjectHealthEvent(ev)
 			}
 			st := waitStats(t, rt, "the last event applied", func(st device.Stats) bool { return c.applied(st.Health[1]) })
 			h := st.Health[1]
-			assert.Equal(t, driver.VerdictUnhealthy, h.Verdict, "lost for the rest of the process")
+			assert.Equal(t, healthwatch.VerdictUnhealthy, h.Verdict, "lost for the rest of the process")
 			assert.Contains(t, h.Reason, "FALLEN_OFF_THE_BUS")
 			assert.Empty(t, h.Conditions, "each kind's own condition is cleared")
 			assert.Equal(t, c.usable, strings.Contains(h.Reason, "a new process may use it"), "reason: %s", h.Reason)
@@ -170,11 +170,11 @@ func TestAHungMonitorCallMakesTheHealthUnknownNeverHealthy(t *testing.T) {
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(0, "nvmlEventSetWait_v2")
 	defer release()
-	st := waitStats(t, rt, "unknown", verdictIs(0, driver.VerdictUnknown))
+	st := waitStats(t, rt, "unknown", verdictIs(0, healthwatch.VerdictUnknown))
 	h := st.Health[0]
 	assert.Equal(t, "nvmlEventSetWait_v2", h.HungCall)
 	assert.Contains(t, h.Reason, "nvmlEventSetWait_v2")
-	assert.Equal(t, driver.VerdictHealthy, st.Health[1].Verdict, "the call was about device 0")
+	assert.Equal(t, healthwatch.VerdictHealthy, st.Health[1].Verdict, "the call was about device 0")
 	assert.Empty(t, st.Lost, "a hung monitor loses no device: it knows nothing")
 
 	// Shutdown does not wait for the hung call past its ctx.
@@ -183,8 +183,8 @@ func TestAHungMonitorCallMakesTheHealthUnknownNeverHealthy(t *testing.T) {
 	rt.Shutdown(ctx)
 	st = rt.Stats()
 	assert.True(t, st.HealthWatchAbandoned, "the hung call's goroutine is accounted for")
-	assert.Equal(t, driver.VerdictUnknown, st.Health[0].Verdict)
-	assert.Equal(t, driver.VerdictUnknown, st.Health[1].Verdict, "an abandoned watch knows nothing of either")
+	assert.Equal(t, healthwatch.VerdictUnknown, st.Health[0].Verdict)
+	assert.Equal(t, healthwatch.VerdictUnknown, st.Health[1].Verdict, "an abandoned watch knows nothing of either")
 }
 
 func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
@@ -192,10 +192,10 @@ func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(-1, "nvmlDeviceGetFieldValues")
 	waitStats(t, rt, "unknown", func(st device.Stats) bool {
-		return verdictIs(0, driver.VerdictUnknown)(st) && verdictIs(1, driver.VerdictUnknown)(st)
+		return verdictIs(0, healthwatch.VerdictUnknown)(st) && verdictIs(1, healthwatch.VerdictUnknown)(st)
 	})
 	release()
-	st := waitStats(t, rt, "healthy again", verdictIs(1, driver.VerdictHealthy))
+	st := waitStats(t, rt, "healthy again", verdictIs(1, healthwatch.VerdictHealthy))
 	assert.Empty(t, st.Health[1].HungCall)
 }
 
@@ -217,11 +217,11 @@ func TestAHungMonitorCallIsTheOnlyGoroutineShutdownLeaves(t *testing.T) {
 	s := sim.New(sim.WithDevices(2))
 	rt := device.New(s)
 	require.NoError(t, rt.Init(context.Background()))
-	waitStats(t, rt, "watched", verdictIs(1, driver.VerdictHealthy))
+	waitStats(t, rt, "watched", verdictIs(1, healthwatch.VerdictHealthy))
 	rt.SetCallDeadline(50 * time.Millisecond)
 	release := s.HangHealthWatch(1, "nvmlDeviceGetPcieReplayCounter")
 	defer release()
-	waitStats(t, rt, "unknown", verdictIs(1, driver.VerdictUnknown))
+	waitStats(t, rt, "unknown", verdictIs(1, healthwatch.VerdictUnknown))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/watch"
 )
 
@@ -25,7 +25,7 @@ type DeviceHealth struct {
 	Counted map[string]int64
 	// Counters are the device's latest counters, where the watch reads
 	// them.
-	Counters *driver.HealthCounters
+	Counters *healthwatch.Counters
 	// WatchError is the watch's failure, which it retries. It is "" once
 	// the watch watches or reads again. WatchErrors counts the failures.
 	WatchError  string
@@ -41,20 +41,20 @@ type DeviceHealth struct {
 	// Verdict is the device's health in one word. Reason says why in a
 	// sentence; it is "" when healthy. Since is when the verdict became so.
 	// It is zero while the verdict has been unknown from the start.
-	Verdict driver.Verdict
+	Verdict healthwatch.Verdict
 	Reason  string
 	Since   time.Time
 	// Conditions are the driver's own verdicts that are not healthy. There
 	// is one per kind, as its last event set it, most severe first.
-	Conditions []driver.Condition
+	Conditions []healthwatch.Condition
 	// Recovery is what the driver says the GPU needs: NVML's GPU recovery
-	// action. It is [driver.RecoveryUnknown] where the driver cannot say.
-	Recovery driver.RecoveryAction
+	// action. It is [healthwatch.RecoveryUnknown] where the driver cannot say.
+	Recovery healthwatch.RecoveryAction
 	// ReplaysPerMinute is the PCIe replay rate over the last minute's
 	// counter reads. It is 0 where the counter is not read.
 	ReplaysPerMinute float64
 	// Fabric is the GPU's fabric state where it has one (NVLink domains).
-	Fabric *driver.FabricState
+	Fabric *healthwatch.FabricState
 	// Recovered is when the driver last said the device is usable again.
 	// That is a reset: the recovery action back to none after a reset, a
 	// row remap that a reset applied, or AMD's post-reset event. A fabric
@@ -120,7 +120,7 @@ func (r *Runtime) republish() {
 		h := &v.health[i]
 		if i < len(old.health) && old.health[i].Verdict == h.Verdict {
 			h.Since = old.health[i].Since
-		} else if h.Verdict != driver.VerdictUnknown || i < len(old.health) {
+		} else if h.Verdict != healthwatch.VerdictUnknown || i < len(old.health) {
 			h.Since = now
 		}
 	}

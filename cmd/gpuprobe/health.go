@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 )
 
@@ -89,7 +89,7 @@ func deviceMetrics(m *metrics, r report) {
 			m.sample("gpuinit_device_health_events", float64(d.Health.Counted[ev]), labels(d, "event", ev)...)
 		}
 	}
-	counters := func(d deviceInfo) *driver.HealthCounters {
+	counters := func(d deviceInfo) *healthwatch.Counters {
 		if d.Health == nil {
 			return nil
 		}
@@ -143,7 +143,7 @@ func boolMetric(v bool) int {
 }
 
 // verdicts are the device verdicts' names, in the order metrics list them.
-var verdicts = []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy, driver.VerdictUnknown}
+var verdicts = []healthwatch.Verdict{healthwatch.VerdictHealthy, healthwatch.VerdictDegraded, healthwatch.VerdictUnhealthy, healthwatch.VerdictUnknown}
 
 // verdictMetrics renders each device's verdict as a state set (1 for its
 // verdict, 0 for the others), and the driver's recovery action where it
@@ -151,7 +151,7 @@ var verdicts = []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, d
 func verdictMetrics(m *metrics, r report, labels func(d deviceInfo, more ...string) []string) {
 	m.gauge("gpuinit_device_verdict", "The device's health in one word, one series a verdict: 1 for the device's (healthy, degraded, unhealthy, unknown), 0 for the others.")
 	for _, d := range r.Devices {
-		v := driver.VerdictUnknown
+		v := healthwatch.VerdictUnknown
 		if d.Health != nil {
 			v = d.Health.Verdict
 		}
@@ -174,10 +174,10 @@ func worstVerdict(devices []deviceInfo) string {
 	if len(devices) == 0 {
 		return ""
 	}
-	rank := map[driver.Verdict]int{driver.VerdictHealthy: 0, driver.VerdictUnknown: 1, driver.VerdictDegraded: 2, driver.VerdictUnhealthy: 3}
-	worst := driver.VerdictHealthy
+	rank := map[healthwatch.Verdict]int{healthwatch.VerdictHealthy: 0, healthwatch.VerdictUnknown: 1, healthwatch.VerdictDegraded: 2, healthwatch.VerdictUnhealthy: 3}
+	worst := healthwatch.VerdictHealthy
 	for _, d := range devices {
-		v := driver.VerdictUnknown
+		v := healthwatch.VerdictUnknown
 		if d.Health != nil {
 			v = d.Health.Verdict
 		}

@@ -4,24 +4,24 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestTheNodesHealthLabelIsItsWorstDevicesVerdict(t *testing.T) {
-	dev := func(v driver.Verdict) deviceInfo { return deviceInfo{Health: &health.DeviceHealth{Verdict: v}} }
+	dev := func(v healthwatch.Verdict) deviceInfo { return deviceInfo{Health: &health.DeviceHealth{Verdict: v}} }
 	cases := []struct {
 		name    string
 		devices []deviceInfo
 		want    string
 	}{
 		{"no devices, no label", nil, ""},
-		{"every device healthy", []deviceInfo{dev(driver.VerdictHealthy), dev(driver.VerdictHealthy)}, "healthy"},
-		{"one unknown among healthy", []deviceInfo{dev(driver.VerdictHealthy), dev(driver.VerdictUnknown)}, "unknown"},
-		{"a device without health is unknown", []deviceInfo{dev(driver.VerdictHealthy), {}}, "unknown"},
-		{"degraded outranks unknown", []deviceInfo{dev(driver.VerdictUnknown), dev(driver.VerdictDegraded)}, "degraded"},
-		{"unhealthy outranks all", []deviceInfo{dev(driver.VerdictDegraded), dev(driver.VerdictUnhealthy), dev(driver.VerdictUnknown)}, "unhealthy"},
+		{"every device healthy", []deviceInfo{dev(healthwatch.VerdictHealthy), dev(healthwatch.VerdictHealthy)}, "healthy"},
+		{"one unknown among healthy", []deviceInfo{dev(healthwatch.VerdictHealthy), dev(healthwatch.VerdictUnknown)}, "unknown"},
+		{"a device without health is unknown", []deviceInfo{dev(healthwatch.VerdictHealthy), {}}, "unknown"},
+		{"degraded outranks unknown", []deviceInfo{dev(healthwatch.VerdictUnknown), dev(healthwatch.VerdictDegraded)}, "degraded"},
+		{"unhealthy outranks all", []deviceInfo{dev(healthwatch.VerdictDegraded), dev(healthwatch.VerdictUnhealthy), dev(healthwatch.VerdictUnknown)}, "unhealthy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, worstVerdict(c.devices)) })
@@ -30,8 +30,8 @@ func TestTheNodesHealthLabelIsItsWorstDevicesVerdict(t *testing.T) {
 
 func TestEachDevicesVerdictIsAStateSetAndItsRecoveryActionASeries(t *testing.T) {
 	r := report{Backend: "cuda", Devices: []deviceInfo{
-		{Ordinal: 0, UUID: "GPU-a", Health: &health.DeviceHealth{Verdict: driver.VerdictUnhealthy, Recovery: "reset-gpu"}},
-		{Ordinal: 1, UUID: "GPU-b", Health: &health.DeviceHealth{Verdict: driver.VerdictHealthy}},
+		{Ordinal: 0, UUID: "GPU-a", Health: &health.DeviceHealth{Verdict: healthwatch.VerdictUnhealthy, Recovery: "reset-gpu"}},
+		{Ordinal: 1, UUID: "GPU-b", Health: &health.DeviceHealth{Verdict: healthwatch.VerdictHealthy}},
 	}}
 	var m metrics
 	labels := func(d deviceInfo, more ...string) []string {

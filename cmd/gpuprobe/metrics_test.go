@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -331,7 +331,7 @@ func FuzzPromMetrics(f *testing.F) {
 		r := report{Backend: backend, InitMillis: initMs, ExitCode: exitOK,
 			Scenarios: []scenarioResult{{Name: scenario, Verdict: verdict, DurationMillis: duration}, {Name: scenario + "-2", Verdict: verdict}},
 			Devices: []deviceInfo{
-				{Ordinal: 0, UUID: uuid, Health: &health.DeviceHealth{Verdict: driver.VerdictHealthy, Recovery: recovery,
+				{Ordinal: 0, UUID: uuid, Health: &health.DeviceHealth{Verdict: healthwatch.VerdictHealthy, Recovery: recovery,
 					Counted: map[string]int64{event: count, event + "x": 1}}},
 				{Ordinal: 1, UUID: uuid},
 			},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -115,11 +116,11 @@ func until(t *testing.T, r *device.Runtime, what string, ok func(device.Stats) b
 // wait on: a state the watch passes through may last less than a poll.
 type reports struct {
 	mu      sync.Mutex
-	events  []driver.HealthEvent
+	events  []healthwatch.Event
 	changed chan struct{} // closed at the next event
 }
 
-func (r *reports) add(ev driver.HealthEvent) {
+func (r *reports) add(ev healthwatch.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
@@ -130,9 +131,9 @@ func (r *reports) add(ev driver.HealthEvent) {
 }
 
 // waitOf waits for the nth (from 1) event of kind, and returns them all.
-func (r *reports) waitOf(t *testing.T, n int, kind driver.HealthKind) []driver.HealthEvent {
+func (r *reports) waitOf(t *testing.T, n int, kind healthwatch.Kind) []healthwatch.Event {
 	t.Helper()
-	var of []driver.HealthEvent
+	var of []healthwatch.Event
 	childtest.Until(t, fmt.Sprintf("event %d of kind %s", n, kind), func() (bool, <-chan struct{}) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -163,8 +164,8 @@ func TestChildXidLosesOneDevice(t *testing.T) {
 	child(t)
 	var rt atomic.Pointer[device.Runtime]
 	lostAtReport := make(chan bool, 1)
-	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(xidTiming), AfterReport: func(ev driver.HealthEvent) {
-		if ev.Kind == driver.HealthXid && ev.Ordinal == 1 {
+	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(xidTiming), AfterReport: func(ev healthwatch.Event) {
+		if ev.Kind == healthwatch.KindXid && ev.Ordinal == 1 {
 			lostAtReport <- rt.Load().CheckDevice(1) != nil
 		}
 	}})
@@ -242,8 +243,8 @@ func TestChildWatchErrorRetried(t *testing.T) {
 	child(t)
 	var rt atomic.Pointer[device.Runtime]
 	told := make(chan []string, 1)
-	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(testTiming), AfterReport: func(ev driver.HealthEvent) {
-		if ev.Kind == driver.HealthWatchError {
+	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(testTiming), AfterReport: func(ev healthwatch.Event) {
+		if ev.Kind == healthwatch.KindWatchError {
 			h := rt.Load().Stats().Health
 			select {
 			case told <- []string{h[0].WatchError, h[1].WatchError}:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // NVML's fabric states and health summaries (nvml.h's NVML_GPU_FABRIC_*).
@@ -38,7 +39,7 @@ func (w *nvmlWatch) readFabric(ordinal int, h C.nvmlDevice_t) {
 	if f.r != 0 || f.state == fabricNotSupported {
 		return
 	}
-	st := driver.FabricState{State: int(f.state), Status: int(f.status), Health: uint32(f.mask), Summary: int(f.summary),
+	st := healthwatch.FabricState{State: int(f.state), Status: int(f.status), Health: uint32(f.mask), Summary: int(f.summary),
 		Clique: uint32(f.clique)}
 	own := fabricAction(st)
 	st.Words = fabricWords(st)
@@ -51,17 +52,17 @@ func (w *nvmlWatch) readFabric(ordinal int, h C.nvmlDevice_t) {
 	// later benign change (a health mask's field read as "false", a new
 	// clique) informs.
 	action := own
-	if own == driver.HealthInform && v.fabric != nil && v.fabricAction >= driver.HealthDegrade {
-		action = driver.HealthRecover
+	if own == healthwatch.Inform && v.fabric != nil && v.fabricAction >= healthwatch.Degrade {
+		action = healthwatch.Recover
 	}
 	v.fabric, v.fabricAction = &st, own
 	copied := st
-	ev := driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthFabric, Action: action, Code: st.Status, Fabric: &copied,
+	ev := healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindFabric, Action: action, Code: st.Status, Fabric: &copied,
 		Message: "the GPU's fabric: " + st.Words, At: time.Now()}
 	switch action {
-	case driver.HealthLose:
+	case healthwatch.Lose:
 		ev.Hint = "the GPU cannot join its NVLink domain: check the fabric manager (nvidia-fabricmanager) and the NVSwitch trays, then reset the GPU"
-	case driver.HealthDegrade:
+	case healthwatch.Degrade:
 		ev.Hint = "the GPU's NVLink domain works at limited capacity: drain its work and check the fabric manager's log"
 	}
 	w.report(ev)
@@ -70,14 +71,14 @@ func (w *nvmlWatch) readFabric(ordinal int, h C.nvmlDevice_t) {
 // fabricAction is what a fabric state means for the device: a registration
 // that completed with a failure or an unhealthy summary loses it, limited
 // capacity degrades it, anything else informs.
-func fabricAction(st driver.FabricState) driver.HealthAction {
+func fabricAction(st healthwatch.FabricState) healthwatch.Action {
 	switch {
 	case st.State == fabricCompleted && st.Status != 0, st.Summary == summaryUnhealthy:
-		return driver.HealthLose
+		return healthwatch.Lose
 	case st.Summary == summaryLimited:
-		return driver.HealthDegrade
+		return healthwatch.Degrade
 	}
-	return driver.HealthInform
+	return healthwatch.Inform
 }
 
 // fabricMaskFlags name the health mask's fields that say something is
@@ -94,7 +95,7 @@ var fabricMaskFlags = [...]struct {
 }
 
 // fabricWords says a fabric state in words.
-func fabricWords(st driver.FabricState) string {
+func fabricWords(st healthwatch.FabricState) string {
 	words := map[int]string{1: "registration not started", 2: "registration in progress", 3: "registration completed"}[st.State]
 	if words == "" {
 		words = fmt.Sprintf("registration state %d", st.State)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,27 +26,27 @@ func TestNVMLFabric(t *testing.T) {
 func TestChildFabric(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, afterEachWait, false)
-	ev := rec.nth(t, 1, 0, driver.HealthFabric)
-	assert.Equal(t, driver.HealthInform, ev.Action)
+	ev := rec.nth(t, 1, 0, healthwatch.KindFabric)
+	assert.Equal(t, healthwatch.Inform, ev.Action)
 	require.NotNil(t, ev.Fabric)
-	assert.Equal(t, driver.FabricState{State: 3, Summary: 1, Clique: 7, Words: "registration completed, healthy"}, *ev.Fabric)
+	assert.Equal(t, healthwatch.FabricState{State: 3, Summary: 1, Clique: 7, Words: "registration completed, healthy"}, *ev.Fabric)
 	for i, c := range []struct {
 		state, status, summary, mask string
-		action                       driver.HealthAction
+		action                       healthwatch.Action
 		words                        string
 	}{
-		{"3", "0", "3", "1", driver.HealthDegrade, "registration completed, limited capacity (bandwidth degraded)"},
-		{"3", "0", "1", "0", driver.HealthRecover, "registration completed, healthy"},
-		{"3", "0", "2", "16", driver.HealthLose, "registration completed, unhealthy (route unhealthy)"},
-		{"3", "0", "1", "0", driver.HealthRecover, "registration completed, healthy"},
+		{"3", "0", "3", "1", healthwatch.Degrade, "registration completed, limited capacity (bandwidth degraded)"},
+		{"3", "0", "1", "0", healthwatch.Recover, "registration completed, healthy"},
+		{"3", "0", "2", "16", healthwatch.Lose, "registration completed, unhealthy (route unhealthy)"},
+		{"3", "0", "1", "0", healthwatch.Recover, "registration completed, healthy"},
 		// A benign change after a recovery (the bandwidth field read as
 		// "false", 2) informs: it recovers nothing.
-		{"3", "0", "1", "2", driver.HealthInform, "registration completed, healthy"},
-		{"3", "999", "0", "0", driver.HealthLose, "registration completed with a failure (status 999 NVML_ERROR_UNKNOWN)"},
-		{"2", "0", "0", "0", driver.HealthRecover, "registration in progress"},
+		{"3", "0", "1", "2", healthwatch.Inform, "registration completed, healthy"},
+		{"3", "999", "0", "0", healthwatch.Lose, "registration completed with a failure (status 999 NVML_ERROR_UNKNOWN)"},
+		{"2", "0", "0", "0", healthwatch.Recover, "registration in progress"},
 	} {
 		inject(t, "fabric", uuids[0], c.state, c.status, c.summary, c.mask)
-		ev := rec.nth(t, i+2, 0, driver.HealthFabric)
+		ev := rec.nth(t, i+2, 0, healthwatch.KindFabric)
 		assert.Equal(t, c.action, ev.Action, "%+v", c)
 		require.NotNil(t, ev.Fabric)
 		assert.Equal(t, c.words, ev.Fabric.Words)
@@ -58,18 +58,18 @@ func TestChildFabric(t *testing.T) {
 	} {
 		inject(t, "fabric", uuids[0], c.state, "0", "0", "0")
 		readAfter(t, rec, 0, c.replays)
-		assert.Len(t, rec.of(0, driver.HealthFabric), 8, c.why)
+		assert.Len(t, rec.of(0, healthwatch.KindFabric), 8, c.why)
 	}
 }
 
 func TestChildFabricV2(t *testing.T) {
 	child(t)
 	rec, _ := watchDirectly(t, afterEachWait, false)
-	ev := rec.nth(t, 1, 1, driver.HealthFabric)
+	ev := rec.nth(t, 1, 1, healthwatch.KindFabric)
 	require.NotNil(t, ev.Fabric)
 	assert.Equal(t, 0, ev.Fabric.Summary, "v2 has no health summary: the fake's unhealthy one is not read")
 	assert.Equal(t, uint32(1), ev.Fabric.Health)
-	assert.Equal(t, driver.HealthInform, ev.Action)
+	assert.Equal(t, healthwatch.Inform, ev.Action)
 	assert.Equal(t, "registration completed (bandwidth degraded)", ev.Fabric.Words)
 }
 
@@ -78,9 +78,9 @@ func TestChildFabricV2(t *testing.T) {
 func TestChildNoFabric(t *testing.T) {
 	child(t)
 	rec, _ := watchDirectly(t, afterEachWait, false)
-	rec.nth(t, 3, 1, driver.HealthRead)
-	assert.Empty(t, rec.of(0, driver.HealthFabric))
-	assert.Empty(t, rec.of(1, driver.HealthFabric))
+	rec.nth(t, 3, 1, healthwatch.KindCounters)
+	assert.Empty(t, rec.of(0, healthwatch.KindFabric))
+	assert.Empty(t, rec.of(1, healthwatch.KindFabric))
 	assert.GreaterOrEqual(t, rec.count("nvmlDeviceGetGpuFabricInfoV"), 3, "it was asked")
 }
 
@@ -92,7 +92,7 @@ func readAfter(t *testing.T, rec *recorder, ordinal int, n string) {
 	inject(t, "replays", rec.uuids[ordinal], n)
 	rec.until(t, "two reads that see "+n+" replays", func() bool {
 		seen := 0
-		for _, ev := range rec.of(ordinal, driver.HealthReplay) {
+		for _, ev := range rec.of(ordinal, healthwatch.KindReplay) {
 			if fmt.Sprint(ev.Code) == n {
 				seen++
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
@@ -64,7 +65,7 @@ func (b *Backend) watchTiming() watchTiming {
 // (device/internal/drivercodes: one that needs a reset, a reboot or service loses
 // the device, an application's error is counted); a double-bit ECC error
 // loses the device and a single-bit one is counted; a GPU-unavailable event
-// loses it (driver.HealthReset). Each device's counters (ECC mode and
+// loses it (healthwatch.KindReset). Each device's counters (ECC mode and
 // counts, row remapping, retired pages and whether a retirement is pending,
 // persistence mode, clock throttle reasons, PCIe replays) are read at the
 // start and every 30 s, with the driver's own verdicts: the GPU recovery
@@ -79,13 +80,13 @@ func (b *Backend) watchTiming() watchTiming {
 // and the watch starts again after a backoff of 1 s, doubling to 30 s while
 // it fails again before a wait succeeds, and back to 1 s once one has; it
 // loses no device. Each NVML call is made on the calling goroutine, marked
-// by driver.TrackCall with ctx (with the device's ordinal, or -1), and may
+// by healthwatch.TrackCall with ctx (with the device's ordinal, or -1), and may
 // block in the driver: a wait returns within a second, but on a dead GPU
 // any call may never return, and then neither does WatchHealth (the
 // Runtime's CallTracker names the call past its deadline, and its Close
 // abandons the watch when its ctx ends).
-func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
-	end := driver.TrackCall(ctx, -1, "nvmlInit_v2")
+func (b *Backend) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
+	end := healthwatch.TrackCall(ctx, -1, "nvmlInit_v2")
 	handles, err := loadNVML()
 	end()
 	if err != nil {
@@ -107,7 +108,7 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 		if waited { // it watched again: this failure is a new one
 			backoff = w.timing.backoff
 		}
-		report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatchError, At: time.Now(),
+		report(healthwatch.Event{Ordinal: -1, Kind: healthwatch.KindWatchError, At: time.Now(),
 			Message: fmt.Sprintf("%v; watching again in %s", err, backoff)})
 		t := time.NewTimer(backoff)
 		select {
@@ -125,7 +126,7 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 // so that only changes are reported again.
 type nvmlWatch struct {
 	ctx     context.Context
-	report  func(driver.HealthEvent)
+	report  func(healthwatch.Event)
 	timing  watchTiming
 	devices map[int]*nvmlVerdicts // by ordinal
 }
@@ -133,7 +134,7 @@ type nvmlWatch struct {
 // call marks the start of NVML call op about device ordinal (-1 for none),
 // for the Runtime's deadline, and returns the func that marks its end.
 func (w *nvmlWatch) call(ordinal int, op string) (end func()) {
-	return driver.TrackCall(w.ctx, ordinal, op)
+	return healthwatch.TrackCall(w.ctx, ordinal, op)
 }
 
 // once registers every device in a new event set and waits on it until
@@ -158,13 +159,13 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 		err := w.register(ordinal, handles[ordinal], set)
 		if err != nil {
 			unwatched = err
-			w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, At: time.Now(),
+			w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindUnwatched, At: time.Now(),
 				Message: "cuda: the health of device " + fmt.Sprint(ordinal) + " is unknown: " + err.Error()})
 			continue
 		}
 		h, _ := handles[ordinal]()
 		byHandle[h] = ordinal
-		w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
+		w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, At: time.Now()})
 	}
 	if len(byHandle) == 0 {
 		return false, fmt.Errorf("%w: cuda: no device could register for NVML's events: %w", driver.ErrNotSupported, unwatched)
@@ -174,7 +175,7 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 	for w.ctx.Err() == nil {
 		// The wait blocks for up to timing.wait by design: the deadline
 		// starts after it.
-		end := driver.TrackWait(w.ctx, -1, "nvmlEventSetWait_v2", w.timing.wait)
+		end := healthwatch.TrackWait(w.ctx, -1, "nvmlEventSetWait_v2", w.timing.wait)
 		e := C.gpuinit_nvmlWait(set, C.uint(w.timing.wait/time.Millisecond))
 		end()
 		switch e.r {
@@ -241,7 +242,7 @@ func (w *nvmlWatch) event(ordinal int, h C.nvmlDevice_t, typ, data uint64) {
 	case typ&eventRecovery != 0:
 		w.readRecovery(ordinal, h)
 	case typ&eventUnavailable != 0:
-		w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthReset, Action: driver.HealthLose, Name: "GPU_UNAVAILABLE",
+		w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindReset, Action: healthwatch.Lose, Name: "GPU_UNAVAILABLE",
 			At: time.Now(), Message: "the GPU is unavailable (NVML's GPU-unavailable event)",
 			Hint: "the driver took the GPU out of service: reset it (nvidia-smi -r) or reboot the node as its recovery action says, then restart the process"})
 		w.readRecovery(ordinal, h)
@@ -254,16 +255,16 @@ func (w *nvmlWatch) event(ordinal int, h C.nvmlDevice_t, typ, data uint64) {
 }
 
 // eventOf is what an Xid or ECC event means for device ordinal.
-func eventOf(ordinal int, typ, data uint64) driver.HealthEvent {
+func eventOf(ordinal int, typ, data uint64) healthwatch.Event {
 	switch {
 	case typ&eventXid != 0:
 		return drivercodes.XidEvent(ordinal, int(data), time.Now())
 	case typ&eventDoubleBitECC != 0:
-		return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthLose, Name: "uncorrected", At: time.Now(),
+		return healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindECC, Action: healthwatch.Lose, Name: "uncorrected", At: time.Now(),
 			Message: "a double-bit (uncorrectable) ECC error",
 			Hint:    "the GPU's memory held an error it could not correct: reset the GPU (nvidia-smi -r), then restart the process; if it recurs, the GPU needs service"}
 	}
-	return driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthECC, Action: driver.HealthCount, Name: "corrected", At: time.Now(),
+	return healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindECC, Action: healthwatch.Count, Name: "corrected", At: time.Now(),
 		Message: "a single-bit ECC error, corrected"}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -118,7 +119,7 @@ func TestChildWatchBackoffResets(t *testing.T) {
 	r, inject := watchedRuntime(t, fakedriver.Observed{Backend: paced(testTiming), AfterReport: rep.add})
 	failure := func(n int) string {
 		t.Helper()
-		return rep.waitOf(t, n, driver.HealthWatchError)[n-1].Message
+		return rep.waitOf(t, n, healthwatch.KindWatchError)[n-1].Message
 	}
 	appendEvents(t, "error 999\nerror 999\nerror 999\nerror 999\n")
 	assert.Contains(t, failure(1), "watching again in 1ms")
@@ -174,7 +175,7 @@ func TestChildHungCallTracked(t *testing.T) {
 	rec, _ := watchDirectly(t, afterEachWait, true)
 	hung := os.Getenv("HUNG")
 	if os.Getenv("HANG_BY") == "line" {
-		rec.nth(t, 1, 0, driver.HealthRead)
+		rec.nth(t, 1, 0, healthwatch.KindCounters)
 		if hung == "nvmlEventSetWait_v2" {
 			appendEvents(t, "hang\n")
 		} else {
@@ -287,7 +288,7 @@ func TestChildVerdict(t *testing.T) {
 			return false
 		})
 	}
-	wait("healthy", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy && d.Counters != nil })
+	wait("healthy", func(d device.DeviceHealth) bool { return d.Verdict == healthwatch.VerdictHealthy && d.Counters != nil })
 	line := func(format string) string {
 		if strings.Contains(format, "%s") {
 			return fmt.Sprintf(format, infos[1].UUID)
@@ -307,7 +308,7 @@ func TestChildVerdict(t *testing.T) {
 	switch {
 	case want == "unknown":
 		wait("unknown, naming "+hung, func(d device.DeviceHealth) bool {
-			return d.Verdict == driver.VerdictUnknown && d.HungCall == hung
+			return d.Verdict == healthwatch.VerdictUnknown && d.HungCall == hung
 		})
 	case event:
 		wait(want+", by the event", func(d device.DeviceHealth) bool { return d.Verdict.String() == want })
@@ -327,9 +328,9 @@ func TestChildVerdict(t *testing.T) {
 	require.Len(t, st.Devices, 2)
 	assert.Equal(t, want, st.Devices[on].Health.Verdict.String(), "the status says it")
 	if hung == "nvmlEventSetWait_v2" { // a call about no one device: both are unknown
-		assert.Equal(t, driver.VerdictUnknown, st.Devices[other].Health.Verdict, "the wait is every device's")
+		assert.Equal(t, healthwatch.VerdictUnknown, st.Devices[other].Health.Verdict, "the wait is every device's")
 	} else {
-		assert.Equal(t, driver.VerdictHealthy, st.Devices[other].Health.Verdict, "the other device is untouched")
+		assert.Equal(t, healthwatch.VerdictHealthy, st.Devices[other].Health.Verdict, "the other device is untouched")
 	}
 	if want == "unknown" {
 		assert.Equal(t, hung, st.Devices[on].Health.HungCall)
@@ -344,7 +345,7 @@ func TestChildVerdict(t *testing.T) {
 	}
 	if c := os.Getenv("CASE_CLEAR"); c != "" {
 		appendEvents(t, line(c)+"\n")
-		wait("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == driver.VerdictHealthy })
+		wait("healthy again", func(d device.DeviceHealth) bool { return d.Verdict == healthwatch.VerdictHealthy })
 	}
 	if event {
 		parkWatch(t, r)

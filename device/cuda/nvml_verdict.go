@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // nvmlVerdicts is what the watch last reported of one device's own
@@ -20,8 +20,8 @@ import (
 type nvmlVerdicts struct {
 	recovery     *uint // NVML's last recovery action; nil until read
 	remap        remapState
-	fabric       *driver.FabricState // nil until read
-	fabricAction driver.HealthAction // the last state's own action: Inform, Degrade or Lose
+	fabric       *healthwatch.FabricState // nil until read
+	fabricAction healthwatch.Action       // the last state's own action: Inform, Degrade or Lose
 }
 
 // remapState is a device's row remapping, as nvmlDeviceGetRemappedRows says.
@@ -67,7 +67,7 @@ var counterReads = [...]struct {
 // row remapping, the PCIe replay counter (at every read, for the rate) and
 // the fabric's state.
 func (w *nvmlWatch) read(ordinal int, h C.nvmlDevice_t) {
-	hc := &driver.HealthCounters{}
+	hc := &healthwatch.Counters{}
 	remap := remapUnread
 	var recovery *uint
 	for _, c := range counterReads {
@@ -109,13 +109,13 @@ func (w *nvmlWatch) read(ordinal int, h C.nvmlDevice_t) {
 		}
 	}
 	now := time.Now()
-	w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, Counters: hc, At: now})
+	w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindCounters, Counters: hc, At: now})
 	if recovery != nil {
 		w.recovery(ordinal, *recovery)
 	}
 	w.remap(ordinal, remap)
 	if hc.PCIeReplays != nil {
-		w.report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthReplay, Action: driver.HealthInform, Code: int(*hc.PCIeReplays),
+		w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindReplay, Action: healthwatch.Inform, Code: int(*hc.PCIeReplays),
 			Message: fmt.Sprintf("the PCIe replay counter reads %d", *hc.PCIeReplays), At: now})
 	}
 	w.readFabric(ordinal, h)
@@ -137,16 +137,16 @@ func (w *nvmlWatch) readRecovery(ordinal int, h C.nvmlDevice_t) {
 
 // recoveryActions are NVML's GPU recovery actions (nvmlDeviceGpuRecoveryAction_t).
 var recoveryActions = [...]struct {
-	action driver.RecoveryAction
+	action healthwatch.RecoveryAction
 	name   string
 	hint   string
 }{
-	{driver.RecoveryNone, "NONE", ""},
-	{driver.RecoveryResetGPU, "GPU_RESET", "reset the GPU (nvidia-smi -r) once no process uses it, then restart the processes that used it"},
-	{driver.RecoveryRebootNode, "NODE_REBOOT", "reboot the node: the GPU cannot be reset alone"},
-	{driver.RecoveryDrain, "DRAIN_P2P", "drain the GPU's peer-to-peer work (NVLink, P2P copies) and let the driver recover it"},
-	{driver.RecoveryResetGPU, "DRAIN_AND_RESET", "drain the GPU's work, then reset it (nvidia-smi -r), then restart the processes that used it"},
-	{driver.RecoveryService, "RECOVER_IMEX_DOMAIN", "recover the GPU's IMEX domain (its NVLink partition), as NVIDIA's fabric manager documents"},
+	{healthwatch.RecoveryNone, "NONE", ""},
+	{healthwatch.RecoveryResetGPU, "GPU_RESET", "reset the GPU (nvidia-smi -r) once no process uses it, then restart the processes that used it"},
+	{healthwatch.RecoveryRebootNode, "NODE_REBOOT", "reboot the node: the GPU cannot be reset alone"},
+	{healthwatch.RecoveryDrain, "DRAIN_P2P", "drain the GPU's peer-to-peer work (NVLink, P2P copies) and let the driver recover it"},
+	{healthwatch.RecoveryResetGPU, "DRAIN_AND_RESET", "drain the GPU's work, then reset it (nvidia-smi -r), then restart the processes that used it"},
+	{healthwatch.RecoveryService, "RECOVER_IMEX_DOMAIN", "recover the GPU's IMEX domain (its NVLink partition), as NVIDIA's fabric manager documents"},
 }
 
 // recovery reports device ordinal's recovery action, raw, if it changed
@@ -160,8 +160,8 @@ func (w *nvmlWatch) recovery(ordinal int, raw uint) {
 		return
 	}
 	v.recovery = &raw
-	ev := driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRecovery, Code: int(raw), At: time.Now(),
-		Recovery: driver.RecoveryUnknown, Action: driver.HealthDegrade, Name: fmt.Sprint(raw),
+	ev := healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindRecovery, Code: int(raw), At: time.Now(),
+		Recovery: healthwatch.RecoveryUnknown, Action: healthwatch.Degrade, Name: fmt.Sprint(raw),
 		Message: fmt.Sprintf("the driver's recovery action for the GPU is %d, which this gpuinit does not know", raw),
 		Hint:    "see nvidia-smi -q (its recovery action) and NVIDIA's Xid catalog"}
 	if raw < uint(len(recoveryActions)) {
@@ -169,17 +169,17 @@ func (w *nvmlWatch) recovery(ordinal int, raw uint) {
 		ev.Recovery, ev.Name, ev.Hint = a.action, a.name, a.hint
 		ev.Message = "the driver's recovery action for the GPU is " + a.action.String() + " (NVML_GPU_RECOVERY_ACTION_" + a.name + ")"
 		switch a.action {
-		case driver.RecoveryNone:
-			ev.Action = driver.HealthInform
+		case healthwatch.RecoveryNone:
+			ev.Action = healthwatch.Inform
 			if !first {
-				ev.Action = driver.HealthRecover
+				ev.Action = healthwatch.Recover
 				ev.Message = "the driver's recovery action for the GPU is back to none: the GPU is usable again"
 				ev.Hint = "restart the processes that used the GPU before to use it again"
 			}
-		case driver.RecoveryDrain:
-			ev.Action = driver.HealthDegrade
+		case healthwatch.RecoveryDrain:
+			ev.Action = healthwatch.Degrade
 		default:
-			ev.Action = driver.HealthLose
+			ev.Action = healthwatch.Lose
 		}
 	}
 	w.report(ev)
@@ -195,21 +195,21 @@ func (w *nvmlWatch) remap(ordinal int, s remapState) {
 	}
 	first := v.remap == remapUnread
 	v.remap = s
-	ev := driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRemap, At: time.Now()}
+	ev := healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindRemap, At: time.Now()}
 	switch s {
 	case remapPending:
-		ev.Action, ev.Name = driver.HealthDegrade, "pending"
+		ev.Action, ev.Name = healthwatch.Degrade, "pending"
 		ev.Message = "a row remapping of the GPU's memory is pending"
 		ev.Hint = "reset the GPU (nvidia-smi -r) when it is idle: the reset applies the remap"
 	case remapFailed:
-		ev.Action, ev.Name = driver.HealthLose, "failed"
+		ev.Action, ev.Name = healthwatch.Lose, "failed"
 		ev.Message = "a row remapping of the GPU's memory failed: the memory has no spare rows left"
 		ev.Hint = "the GPU needs service (its memory is wearing out): take it out of service and contact the vendor"
 	default:
-		ev.Action, ev.Name = driver.HealthInform, "none"
+		ev.Action, ev.Name = healthwatch.Inform, "none"
 		ev.Message = "no row remapping is pending or failed"
 		if !first {
-			ev.Action = driver.HealthRecover
+			ev.Action = healthwatch.Recover
 			ev.Message = "no row remapping is pending or failed any more: the remap was applied"
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -78,7 +78,7 @@ func runVerdictChildren(t *testing.T, cases []verdictCase) {
 type recorder struct {
 	mu         sync.Mutex
 	calls      []*trackedCall
-	events     []driver.HealthEvent
+	events     []healthwatch.Event
 	changed    chan struct{} // closed at the next call or event; nil until a wait asks
 	uuids      []string      // each device's
 	canceled   atomic.Bool   // the watch's ctx has ended
@@ -116,7 +116,7 @@ func (r *recorder) Begin(ordinal int, op string, _ time.Duration) func() {
 	}
 }
 
-func (r *recorder) report(ev driver.HealthEvent) {
+func (r *recorder) report(ev healthwatch.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
@@ -138,14 +138,14 @@ func (r *recorder) until(t *testing.T, what string, ok func() bool) {
 }
 
 // of returns the events of kind for ordinal so far.
-func (r *recorder) of(ordinal int, kind driver.HealthKind) []driver.HealthEvent {
+func (r *recorder) of(ordinal int, kind healthwatch.Kind) []healthwatch.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ofLocked(ordinal, kind)
 }
 
-func (r *recorder) ofLocked(ordinal int, kind driver.HealthKind) []driver.HealthEvent {
-	var out []driver.HealthEvent
+func (r *recorder) ofLocked(ordinal int, kind healthwatch.Kind) []healthwatch.Event {
+	var out []healthwatch.Event
 	for _, ev := range r.events {
 		if ev.Ordinal == ordinal && ev.Kind == kind {
 			out = append(out, ev)
@@ -155,7 +155,7 @@ func (r *recorder) ofLocked(ordinal int, kind driver.HealthKind) []driver.Health
 }
 
 // nth waits for the nth (from 1) event of kind for ordinal and returns it.
-func (r *recorder) nth(t *testing.T, n, ordinal int, kind driver.HealthKind) driver.HealthEvent {
+func (r *recorder) nth(t *testing.T, n, ordinal int, kind healthwatch.Kind) healthwatch.Event {
 	t.Helper()
 	r.until(t, fmt.Sprintf("event %d of kind %s on device %d", n, kind, ordinal), func() bool { return len(r.of(ordinal, kind)) >= n })
 	return r.of(ordinal, kind)[n-1]
@@ -210,7 +210,7 @@ func watchDirectly(t *testing.T, counters time.Duration, hangs bool) (*recorder,
 	timing.counters = counters
 	rec := &recorder{uuids: uuids}
 	done := make(chan error, 1)
-	go func() { done <- paced(timing).WatchHealth(driver.WithCallTracker(ctx, rec), rec.report) }()
+	go func() { done <- paced(timing).WatchHealth(healthwatch.WithCallTracker(ctx, rec), rec.report) }()
 	t.Cleanup(func() {
 		cancel()
 		rec.canceled.Store(true) // after cancel: a wait begun since began after it
@@ -240,52 +240,52 @@ func TestChildRecoveryAction(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, time.Hour, false) // counters at the start: only the event reads the action again
 	for ordinal := range uuids {
-		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
-		assert.Equal(t, driver.HealthInform, ev.Action, "none at the start")
-		assert.Equal(t, driver.RecoveryNone, ev.Recovery)
+		ev := rec.nth(t, 1, ordinal, healthwatch.KindRecovery)
+		assert.Equal(t, healthwatch.Inform, ev.Action, "none at the start")
+		assert.Equal(t, healthwatch.RecoveryNone, ev.Recovery)
 		assert.Equal(t, 0, ev.Code)
 	}
 	n := 1
 	for _, c := range []struct {
 		value    string
-		action   driver.HealthAction
-		recovery driver.RecoveryAction
+		action   healthwatch.Action
+		recovery healthwatch.RecoveryAction
 	}{
-		{"1", driver.HealthLose, driver.RecoveryResetGPU},
-		{"2", driver.HealthLose, driver.RecoveryRebootNode},
-		{"3", driver.HealthDegrade, driver.RecoveryDrain},
-		{"4", driver.HealthLose, driver.RecoveryResetGPU},
-		{"5", driver.HealthLose, driver.RecoveryService},
-		{"9", driver.HealthDegrade, driver.RecoveryUnknown},
-		{"0", driver.HealthRecover, driver.RecoveryNone},
+		{"1", healthwatch.Lose, healthwatch.RecoveryResetGPU},
+		{"2", healthwatch.Lose, healthwatch.RecoveryRebootNode},
+		{"3", healthwatch.Degrade, healthwatch.RecoveryDrain},
+		{"4", healthwatch.Lose, healthwatch.RecoveryResetGPU},
+		{"5", healthwatch.Lose, healthwatch.RecoveryService},
+		{"9", healthwatch.Degrade, healthwatch.RecoveryUnknown},
+		{"0", healthwatch.Recover, healthwatch.RecoveryNone},
 	} {
 		inject(t, "recovery", uuids[1], c.value)
 		n++
-		ev := rec.nth(t, n, 1, driver.HealthRecovery)
+		ev := rec.nth(t, n, 1, healthwatch.KindRecovery)
 		assert.Equal(t, c.action, ev.Action, "value %s", c.value)
 		assert.Equal(t, c.recovery, ev.Recovery, "value %s", c.value)
 		assert.Equal(t, c.value, fmt.Sprint(ev.Code))
 		assert.NotEmpty(t, ev.Message)
-		if c.action != driver.HealthRecover && c.action != driver.HealthInform {
+		if c.action != healthwatch.Recover && c.action != healthwatch.Inform {
 			assert.NotEmpty(t, ev.Hint, "value %s", c.value)
 		}
 	}
 	inject(t, "recovery", uuids[1], "0") // no change: nothing
 	inject(t, "recovery", uuids[0], "3") // a barrier: once it is seen, the line before was taken
-	rec.nth(t, 2, 0, driver.HealthRecovery)
-	assert.Len(t, rec.of(1, driver.HealthRecovery), n, "an action read again unchanged is not reported again")
+	rec.nth(t, 2, 0, healthwatch.KindRecovery)
+	assert.Len(t, rec.of(1, healthwatch.KindRecovery), n, "an action read again unchanged is not reported again")
 }
 
 func TestChildRecoveryOnXid154(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, time.Hour, false)
-	rec.nth(t, 1, 0, driver.HealthRecovery)
+	rec.nth(t, 1, 0, healthwatch.KindRecovery)
 	inject(t, "recovery", uuids[0], "1", "0") // the value changes, with no recovery-action event
 	inject(t, "xid", uuids[0], "154")
-	ev := rec.nth(t, 2, 0, driver.HealthRecovery)
-	assert.Equal(t, driver.RecoveryResetGPU, ev.Recovery)
-	assert.Equal(t, driver.HealthLose, ev.Action)
-	xids := rec.of(0, driver.HealthXid)
+	ev := rec.nth(t, 2, 0, healthwatch.KindRecovery)
+	assert.Equal(t, healthwatch.RecoveryResetGPU, ev.Recovery)
+	assert.Equal(t, healthwatch.Lose, ev.Action)
+	xids := rec.of(0, healthwatch.KindXid)
 	require.Len(t, xids, 1, "the Xid itself is reported too")
 	assert.Equal(t, 154, xids[0].Code)
 }
@@ -294,9 +294,9 @@ func TestChildRecoveryAtStart(t *testing.T) {
 	child(t)
 	rec, _ := watchDirectly(t, time.Hour, false)
 	for ordinal := range 2 {
-		ev := rec.nth(t, 1, ordinal, driver.HealthRecovery)
-		assert.Equal(t, driver.HealthLose, ev.Action)
-		assert.Equal(t, driver.RecoveryRebootNode, ev.Recovery)
+		ev := rec.nth(t, 1, ordinal, healthwatch.KindRecovery)
+		assert.Equal(t, healthwatch.Lose, ev.Action)
+		assert.Equal(t, healthwatch.RecoveryRebootNode, ev.Recovery)
 		assert.Equal(t, 2, ev.Code)
 		assert.Equal(t, "NODE_REBOOT", ev.Name)
 	}
@@ -305,12 +305,12 @@ func TestChildRecoveryAtStart(t *testing.T) {
 func TestChildGPUUnavailable(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, time.Hour, false)
-	rec.nth(t, 1, 1, driver.HealthRecovery)
+	rec.nth(t, 1, 1, healthwatch.KindRecovery)
 	inject(t, "unavailable", uuids[1])
-	ev := rec.nth(t, 1, 1, driver.HealthReset)
-	assert.Equal(t, driver.HealthLose, ev.Action)
+	ev := rec.nth(t, 1, 1, healthwatch.KindReset)
+	assert.Equal(t, healthwatch.Lose, ev.Action)
 	assert.Contains(t, ev.Message, "unavailable")
-	assert.Empty(t, rec.of(0, driver.HealthReset), "the other device is not touched")
+	assert.Empty(t, rec.of(0, healthwatch.KindReset), "the other device is not touched")
 }
 
 // TestChildVerdictsUnsupported: where the driver cannot say, the watch
@@ -320,43 +320,43 @@ func TestChildGPUUnavailable(t *testing.T) {
 func TestChildVerdictsUnsupported(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, afterEachWait, false)
-	rec.nth(t, 3, 0, driver.HealthRead)
+	rec.nth(t, 3, 0, healthwatch.KindCounters)
 	inject(t, "recovery", uuids[0], "2") // its event where this NVML has it; the field still cannot say
 	inject(t, "xid", uuids[0], "13")
-	assert.Equal(t, 13, rec.nth(t, 1, 0, driver.HealthXid).Code, "the watch watches")
+	assert.Equal(t, 13, rec.nth(t, 1, 0, healthwatch.KindXid).Code, "the watch watches")
 	// The reads and the field's calls are counted at one instant: the
 	// watch reads on meanwhile.
 	rec.mu.Lock()
-	reads := len(rec.ofLocked(0, driver.HealthRead)) + len(rec.ofLocked(1, driver.HealthRead))
+	reads := len(rec.ofLocked(0, healthwatch.KindCounters)) + len(rec.ofLocked(1, healthwatch.KindCounters))
 	fieldCalls := rec.countLocked("nvmlDeviceGetFieldValues")
 	rec.mu.Unlock()
-	assert.Empty(t, rec.of(0, driver.HealthRecovery))
-	assert.Empty(t, rec.of(1, driver.HealthRecovery))
-	assert.Empty(t, rec.of(0, driver.HealthFabric), "no fabric here")
+	assert.Empty(t, rec.of(0, healthwatch.KindRecovery))
+	assert.Empty(t, rec.of(1, healthwatch.KindRecovery))
+	assert.Empty(t, rec.of(0, healthwatch.KindFabric), "no fabric here")
 	if os.Getenv("WANT_FIELD_CALLS") != "" {
 		assert.LessOrEqual(t, fieldCalls, reads+3,
 			"one field read per counters read, and one for the event: no retry loop")
 	} else {
-		assert.Empty(t, rec.of(0, driver.HealthReplay), "no replay counter in this NVML")
-		assert.Nil(t, rec.of(0, driver.HealthRead)[0].Counters.PCIeReplays)
+		assert.Empty(t, rec.of(0, healthwatch.KindReplay), "no replay counter in this NVML")
+		assert.Nil(t, rec.of(0, healthwatch.KindCounters)[0].Counters.PCIeReplays)
 	}
 }
 
 func TestChildRemapVerdict(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, afterEachWait, false)
-	ev := rec.nth(t, 1, 0, driver.HealthRemap)
-	assert.Equal(t, driver.HealthInform, ev.Action, "neither pending nor failed at the start")
+	ev := rec.nth(t, 1, 0, healthwatch.KindRemap)
+	assert.Equal(t, healthwatch.Inform, ev.Action, "neither pending nor failed at the start")
 	for i, c := range []struct {
 		line   []string
-		action driver.HealthAction
+		action healthwatch.Action
 		name   string
 	}{
-		{[]string{"remap-pending", uuids[0], "1"}, driver.HealthDegrade, "pending"},
-		{[]string{"remap-pending", uuids[0], "0"}, driver.HealthRecover, "none"},
-		{[]string{"remap-failed", uuids[0], "1"}, driver.HealthLose, "failed"},
-		{[]string{"remap-pending", uuids[0], "1"}, driver.HealthLose, "failed"}, // failed wins: no change, no event
-		{[]string{"remap-failed", uuids[0], "0"}, driver.HealthDegrade, "pending"},
+		{[]string{"remap-pending", uuids[0], "1"}, healthwatch.Degrade, "pending"},
+		{[]string{"remap-pending", uuids[0], "0"}, healthwatch.Recover, "none"},
+		{[]string{"remap-failed", uuids[0], "1"}, healthwatch.Lose, "failed"},
+		{[]string{"remap-pending", uuids[0], "1"}, healthwatch.Lose, "failed"}, // failed wins: no change, no event
+		{[]string{"remap-failed", uuids[0], "0"}, healthwatch.Degrade, "pending"},
 	} {
 		inject(t, c.line...)
 		if i == 3 {
@@ -366,15 +366,15 @@ func TestChildRemapVerdict(t *testing.T) {
 		if i > 3 {
 			n--
 		}
-		ev := rec.nth(t, n, 0, driver.HealthRemap)
+		ev := rec.nth(t, n, 0, healthwatch.KindRemap)
 		assert.Equal(t, c.action, ev.Action, "%v", c.line)
 		assert.Equal(t, c.name, ev.Name, "%v", c.line)
-		if c.action == driver.HealthDegrade || c.action == driver.HealthLose {
+		if c.action == healthwatch.Degrade || c.action == healthwatch.Lose {
 			assert.NotEmpty(t, ev.Hint)
 		}
 	}
-	assert.Len(t, rec.of(1, driver.HealthRemap), 1, "the other device: its start alone")
-	last := rec.of(0, driver.HealthRead)
+	assert.Len(t, rec.of(1, healthwatch.KindRemap), 1, "the other device: its start alone")
+	last := rec.of(0, healthwatch.KindCounters)
 	c := last[len(last)-1].Counters
 	require.NotNil(t, c.RowRemapsPending)
 	assert.True(t, *c.RowRemapsPending, "the counters are kept as before")
@@ -383,16 +383,16 @@ func TestChildRemapVerdict(t *testing.T) {
 func TestChildReplays(t *testing.T) {
 	child(t)
 	rec, uuids := watchDirectly(t, afterEachWait, false)
-	ev := rec.nth(t, 1, 1, driver.HealthReplay)
-	assert.Equal(t, driver.HealthInform, ev.Action)
+	ev := rec.nth(t, 1, 1, healthwatch.KindReplay)
+	assert.Equal(t, healthwatch.Inform, ev.Action)
 	assert.Equal(t, 3, ev.Code)
 	inject(t, "replays", uuids[1], "42")
 	rec.until(t, "42 replays read", func() bool {
-		all := rec.of(1, driver.HealthReplay)
+		all := rec.of(1, healthwatch.KindReplay)
 		return all[len(all)-1].Code == 42
 	})
-	reads := rec.of(1, driver.HealthRead)
+	reads := rec.of(1, healthwatch.KindCounters)
 	require.NotNil(t, reads[len(reads)-1].Counters.PCIeReplays)
 	assert.Equal(t, uint64(42), *reads[len(reads)-1].Counters.PCIeReplays)
-	assert.GreaterOrEqual(t, len(rec.of(1, driver.HealthReplay)), 2, "one at each read, for the rate")
+	assert.GreaterOrEqual(t, len(rec.of(1, healthwatch.KindReplay)), 2, "one at each read, for the rate")
 }

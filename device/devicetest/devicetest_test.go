@@ -9,6 +9,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -45,8 +46,8 @@ func broken() map[string]struct {
 // stubbornWatch's health watch ignores its context's end for a while.
 type stubbornWatch struct{ *sim.Backend }
 
-func (stubbornWatch) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
-	report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching})
+func (stubbornWatch) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
+	report(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindWatching})
 	<-ctx.Done()
 	time.Sleep(4 * time.Second) // past the kit's bound, but not for ever
 	return nil
@@ -55,8 +56,8 @@ func (stubbornWatch) WatchHealth(ctx context.Context, report func(driver.HealthE
 // strayWatch reports a device the backend does not have.
 type strayWatch struct{ *sim.Backend }
 
-func (strayWatch) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
-	report(driver.HealthEvent{Ordinal: 7, Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13})
+func (strayWatch) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
+	report(healthwatch.Event{Ordinal: 7, Kind: healthwatch.KindXid, Action: healthwatch.Count, Code: 13})
 	<-ctx.Done()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // watchStopBound is how long the kit gives a health watch to return once its
@@ -23,10 +24,10 @@ func checkHealthWatcher(c *checker, hw driver.HealthWatcher, n int) {
 	defer cancel()
 	var returned atomic.Bool
 	var mu sync.Mutex
-	var events []driver.HealthEvent
+	var events []healthwatch.Event
 	first := make(chan struct{})
 	var once sync.Once
-	report := func(ev driver.HealthEvent) {
+	report := func(ev healthwatch.Event) {
 		if returned.Load() {
 			c.errorf("WatchHealth reported %s on device %d after it had returned", ev.Kind, ev.Ordinal)
 			return
@@ -69,7 +70,7 @@ func checkHealthWatcher(c *checker, hw driver.HealthWatcher, n int) {
 		if ev.Ordinal < -1 || ev.Ordinal >= n {
 			c.errorf("WatchHealth reported %s on device %d: the backend has devices 0..%d (-1 for the whole watch)", ev.Kind, ev.Ordinal, n-1)
 		}
-		if ev.Action < driver.HealthInform || ev.Action > driver.HealthRecover {
+		if ev.Action < healthwatch.Inform || ev.Action > healthwatch.Recover {
 			c.errorf("WatchHealth reported %s with action %d, which is none of driver's", ev.Kind, ev.Action)
 		}
 	}

@@ -1,5 +1,11 @@
 package driver
 
+import (
+	"context"
+
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
+)
+
 // Capability returns b as T, or the first Backend down b's Unwrap chain that
 // implements T, such as GeneratorBackend or MemoryReporter: how device and
 // rng find an optional interface through wrappers. An Unwrap chain must end
@@ -137,4 +143,30 @@ type MemoryReader interface {
 // succeeded, from any goroutine; -1 and an error where there is none.
 type PhysicalIndexer interface {
 	PhysicalIndex(ordinal int) (int, error)
+}
+
+// HealthWatcher is implemented by backends that can watch their devices'
+// health after init: NVIDIA's NVML events (Xid critical errors, single- and
+// double-bit ECC) and counters, amdgpu's RAS error counters.
+type HealthWatcher interface {
+	// WatchHealth watches the devices until ctx ends, calling report for
+	// each event from the goroutine that called it, and then returns nil.
+	// Where the devices cannot be watched at all (no NVML, no event API)
+	// it returns an error wrapping ErrNotSupported at once: their health is
+	// unknown. A failure while watching is reported as a
+	// [healthwatch.KindWatchError] event and the watch is retried with
+	// backoff: it never loses a device. It is called once per Runtime,
+	// after Init succeeded; it must use no CPU between events (a blocking
+	// wait, or a period of seconds), and must return within a few seconds of
+	// ctx's end: a Runtime's Shutdown waits until its ctx ends, then abandons
+	// a watch still in a driver call, and ignores what it reports from ctx's
+	// end on.
+	//
+	// Every call it makes into a vendor library (the library's init, a
+	// counters read) goes through [healthwatch.TrackCall] with ctx; an event
+	// wait goes through [healthwatch.TrackWait] with its timeout. So the
+	// Runtime holds each to a
+	// deadline: a call that hangs makes the devices' health unknown, naming
+	// the call, and never blocks a status, readiness or shutdown.
+	WatchHealth(ctx context.Context, report func(healthwatch.Event)) error
 }

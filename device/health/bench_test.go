@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 )
@@ -115,14 +115,14 @@ func injectEverySignal(s *sim.Backend) {
 	u := uint64(12)
 	yes := true
 	for o := range 2 {
-		for _, ev := range []driver.HealthEvent{
-			{Kind: driver.HealthRead, Counters: &driver.HealthCounters{PCIeReplays: &u, RowRemapsPending: &yes, ECCCorrected: &u}},
-			{Kind: driver.HealthRecovery, Action: driver.HealthDegrade, Recovery: driver.RecoveryDrain, Message: "drain peer-to-peer"},
-			{Kind: driver.HealthRemap, Action: driver.HealthDegrade, Message: "a row remap is pending", Hint: "reset the GPU"},
-			{Kind: driver.HealthReplay, Code: 12},
-			{Kind: driver.HealthFabric, Action: driver.HealthDegrade, Fabric: &driver.FabricState{State: 3, Summary: 3, Words: "limited capacity"}, Message: "limited capacity"},
-			{Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13},
-			{Kind: driver.HealthVMFault, Action: driver.HealthCount},
+		for _, ev := range []healthwatch.Event{
+			{Kind: healthwatch.KindCounters, Counters: &healthwatch.Counters{PCIeReplays: &u, RowRemapsPending: &yes, ECCCorrected: &u}},
+			{Kind: healthwatch.KindRecovery, Action: healthwatch.Degrade, Recovery: healthwatch.RecoveryDrain, Message: "drain peer-to-peer"},
+			{Kind: healthwatch.KindRemap, Action: healthwatch.Degrade, Message: "a row remap is pending", Hint: "reset the GPU"},
+			{Kind: healthwatch.KindReplay, Code: 12},
+			{Kind: healthwatch.KindFabric, Action: healthwatch.Degrade, Fabric: &healthwatch.FabricState{State: 3, Summary: 3, Words: "limited capacity"}, Message: "limited capacity"},
+			{Kind: healthwatch.KindXid, Action: healthwatch.Count, Code: 13},
+			{Kind: healthwatch.KindVMFault, Action: healthwatch.Count},
 		} {
 			ev.Ordinal = o
 			s.InjectHealthEvent(ev)

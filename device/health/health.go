@@ -90,7 +90,7 @@ func WithInitDeadline(d time.Duration) Option { return func(h *Health) { h.deadl
 func WithRestartOnDeviceLoss() Option { return func(h *Health) { h.restartOnLoss = true } }
 
 // WithDegradedNotReady makes readiness fail while a device is degraded
-// ([driver.VerdictDegraded]). Degraded means a pending row remap, a PCIe
+// ([healthwatch.VerdictDegraded]). Degraded means a pending row remap, a PCIe
 // replay storm, a drain the driver asks for, or a fabric at limited
 // capacity. The orchestrator then moves traffic off the pod while the
 // device still works. By default a degraded device keeps the pod ready. Its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/lazy"
 )
@@ -54,22 +55,22 @@ type DeviceHealth struct {
 	// unhealthy or unknown. Reason says why (device.DeviceHealth.Verdict).
 	// Recovery is the driver's recovery action: none, reset-gpu,
 	// reboot-node, drain or service.
-	Verdict     driver.Verdict         `json:"verdict"`
-	Reason      string                 `json:"reason,omitempty"`
-	Since       *time.Time             `json:"since,omitempty"`
-	Conditions  []driver.Condition     `json:"conditions,omitempty"`
-	Recovery    string                 `json:"recovery_action,omitempty"`
-	Replays     float64                `json:"pcie_replays_per_minute,omitempty"`
-	Fabric      *driver.FabricState    `json:"fabric,omitempty"`
-	Recovered   *time.Time             `json:"recovered,omitempty"`
-	HungCall    string                 `json:"hung_call,omitempty"`
-	Watched     bool                   `json:"watched"`
-	Why         string                 `json:"why,omitempty"`
-	Counted     map[string]int64       `json:"counted,omitempty"` // "xid 13", "ecc corrected"
-	Counters    *driver.HealthCounters `json:"counters,omitempty"`
-	WatchError  string                 `json:"watch_error,omitempty"`
-	WatchErrors int64                  `json:"watch_errors,omitempty"`
-	Hint        string                 `json:"hint,omitempty"` // advice the counters call for
+	Verdict     healthwatch.Verdict      `json:"verdict"`
+	Reason      string                   `json:"reason,omitempty"`
+	Since       *time.Time               `json:"since,omitempty"`
+	Conditions  []healthwatch.Condition  `json:"conditions,omitempty"`
+	Recovery    string                   `json:"recovery_action,omitempty"`
+	Replays     float64                  `json:"pcie_replays_per_minute,omitempty"`
+	Fabric      *healthwatch.FabricState `json:"fabric,omitempty"`
+	Recovered   *time.Time               `json:"recovered,omitempty"`
+	HungCall    string                   `json:"hung_call,omitempty"`
+	Watched     bool                     `json:"watched"`
+	Why         string                   `json:"why,omitempty"`
+	Counted     map[string]int64         `json:"counted,omitempty"` // "xid 13", "ecc corrected"
+	Counters    *healthwatch.Counters    `json:"counters,omitempty"`
+	WatchError  string                   `json:"watch_error,omitempty"`
+	WatchErrors int64                    `json:"watch_errors,omitempty"`
+	Hint        string                   `json:"hint,omitempty"` // advice the counters call for
 	// UnwatchedCalls counts calls that found the call watch's slots full
 	// and ran without a deadline (device.DeviceHealth.UnwatchedCalls).
 	UnwatchedCalls int64 `json:"unwatched_calls,omitempty"`
@@ -81,7 +82,7 @@ func DeviceHealthOf(h device.DeviceHealth) *DeviceHealth {
 		Replays: h.ReplaysPerMinute, Fabric: h.Fabric, HungCall: h.HungCall,
 		Watched: h.Watched, Why: h.Why, Counted: h.Counted, Counters: h.Counters,
 		WatchError: h.WatchError, WatchErrors: h.WatchErrors, Hint: h.Hint, UnwatchedCalls: h.UnwatchedCalls}
-	if h.Recovery != driver.RecoveryUnknown {
+	if h.Recovery != healthwatch.RecoveryUnknown {
 		out.Recovery = h.Recovery.String()
 	}
 	if !h.Since.IsZero() {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -50,7 +50,7 @@ func (h *Health) readiness(st device.Stats) (ready bool, reason string) {
 		}
 		if h.degradedNotReady {
 			for _, d := range st.Health {
-				if d.Verdict == driver.VerdictDegraded {
+				if d.Verdict == healthwatch.VerdictDegraded {
 					return false, fmt.Sprintf("device %d degraded: %s", d.Ordinal, d.Reason)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/stretchr/testify/assert"
@@ -392,7 +392,7 @@ func TestProbesAllocateNothingWithTheWatchRunning(t *testing.T) {
 }
 
 func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T) {
-	remap := driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRemap, Action: driver.HealthDegrade,
+	remap := healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindRemap, Action: healthwatch.Degrade,
 		Message: "a row remap is pending", Hint: "reset the GPU to apply it"}
 	for _, c := range []struct {
 		name  string
@@ -407,7 +407,7 @@ func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T)
 			h := health.New(rt, append([]health.Option{quiet}, c.opts...)...)
 			defer h.Close()
 			s.InjectHealthEvent(remap)
-			for st := rt.Stats(); st.Health[1].Verdict != driver.VerdictDegraded; st = rt.Stats() {
+			for st := rt.Stats(); st.Health[1].Verdict != healthwatch.VerdictDegraded; st = rt.Stats() {
 				<-st.Changed
 			}
 			ready, reason := h.Readiness()
@@ -419,7 +419,7 @@ func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T)
 			assert.True(t, live, "a restart cannot help a degraded device")
 			dh := status(t, h).Devices[1].Health
 			require.NotNil(t, dh)
-			assert.Equal(t, driver.VerdictDegraded, dh.Verdict)
+			assert.Equal(t, healthwatch.VerdictDegraded, dh.Verdict)
 			require.Len(t, dh.Conditions, 1)
 			assert.Equal(t, "reset the GPU to apply it", dh.Conditions[0].Hint)
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
@@ -32,13 +33,13 @@ import (
 // rsmi_init (as with no GPU) or cannot place a device, that device's events
 // are reported unwatched, with why; the RAS watch goes on.
 //
-// Each source reports its own HealthWatching or HealthUnwatched for each
-// device, the events first, then RAS, each Message naming its source. A
-// device neither source can watch has its health unknown; where no device
-// has either, the watch returns an error wrapping driver.ErrNotSupported at
-// once. Every ROCm SMI call goes through driver.TrackCall. Between reads and
-// waits the watch uses no CPU.
-func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+// Each source reports its own healthwatch.KindWatching or
+// healthwatch.KindUnwatched for each device, the events first, then RAS,
+// each Message naming its source. A device neither source can watch has its
+// health unknown; where no device has either, the watch returns an error
+// wrapping driver.ErrNotSupported at once. Every ROCm SMI call goes through
+// healthwatch.TrackCall. Between reads and waits the watch uses no CPU.
+func (b *Backend) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	s := state.ready.Load()
 	if s == nil {
 		return codeError("WatchHealth", 3)
@@ -57,13 +58,13 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 	for ordinal, busID := range s.busIDs {
 		dir, err := host.RASDir(sys, busID)
 		if err != nil {
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthUnwatched, Name: "ras", At: time.Now(),
+			report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindUnwatched, Name: "ras", At: time.Now(),
 				Message: fmt.Sprintf("hip: the health of device %d is unknown: %v", ordinal, err)})
 			continue
 		}
 		dirs[ordinal] = dir
 		watched++
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, Name: "ras", At: time.Now(), Message: "amdgpu RAS counters"})
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, Name: "ras", At: time.Now(), Message: "amdgpu RAS counters"})
 	}
 	if watched == 0 && events == nil {
 		return fmt.Errorf("%w: hip: no device has amdgpu RAS counters under %s, nor ROCm SMI events", driver.ErrNotSupported, sys)
@@ -98,27 +99,27 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 
 // readRAS reads one device's counters, reports what rose since before (nil
 // at the first read), and returns the counts to compare the next read with.
-func readRAS(ordinal int, dir string, before *host.RASCounts, report func(driver.HealthEvent)) *host.RASCounts {
+func readRAS(ordinal int, dir string, before *host.RASCounts, report func(healthwatch.Event)) *host.RASCounts {
 	now, err := host.ReadRAS(dir)
 	if err != nil {
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatchError, At: time.Now(),
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatchError, At: time.Now(),
 			Message: fmt.Sprintf("hip: device %d: %v; reading again next period", ordinal, err)})
 		return before
 	}
 	if before != nil {
 		if blocks, by := host.RASRise(*before, now, false); by > 0 {
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRAS, Action: driver.HealthLose, Code: int(by), Name: "uncorrectable",
+			report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindRAS, Action: healthwatch.Lose, Code: int(by), Name: "uncorrectable",
 				Message: fmt.Sprintf("amdgpu RAS: %d uncorrectable error(s) in %s (%d in all since boot)", by, strings.Join(blocks, ", "), now.Uncorrectable),
 				Hint:    "the GPU's hardware took an error it could not correct: reset the GPU (amd-smi reset --gpureset, or reboot), then restart the process; if it recurs, the GPU needs service",
 				At:      time.Now()})
 		}
 		if blocks, by := host.RASRise(*before, now, true); by > 0 {
-			report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRAS, Action: driver.HealthCount, Code: int(by), Name: "correctable",
+			report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindRAS, Action: healthwatch.Count, Code: int(by), Name: "correctable",
 				Message: fmt.Sprintf("amdgpu RAS: %d correctable error(s) in %s", by, strings.Join(blocks, ", ")), At: time.Now()})
 		}
 	}
 	ue, ce := now.Uncorrectable, now.Correctable
-	report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, At: time.Now(),
-		Counters: &driver.HealthCounters{ECCUncorrected: &ue, ECCCorrected: &ce}})
+	report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindCounters, At: time.Now(),
+		Counters: &healthwatch.Counters{ECCUncorrected: &ue, ECCCorrected: &ce}})
 	return &now
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/device/internal/host"
 	"github.com/gpuinit/gpuinit/internal/childtest"
@@ -234,7 +235,7 @@ func TestChildSMIVerdict(t *testing.T) {
 	h := health.New(rt, health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
 	waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
-		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
+		return len(hs) == 2 && hs[0].Verdict == healthwatch.VerdictHealthy && hs[1].Verdict == healthwatch.VerdictHealthy
 	})
 	ready, why := h.Readiness()
 	require.True(t, ready, why)
@@ -247,7 +248,7 @@ func TestChildSMIVerdict(t *testing.T) {
 	lost := last == "5" || last == "3" || last == "4"
 	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
 		if lost {
-			return hs[0].Verdict == driver.VerdictUnhealthy && (last != "4" || !hs[0].Recovered.IsZero())
+			return hs[0].Verdict == healthwatch.VerdictUnhealthy && (last != "4" || !hs[0].Recovered.IsZero())
 		}
 		return len(hs[0].Counted) > 0
 	})
@@ -257,7 +258,7 @@ func TestChildSMIVerdict(t *testing.T) {
 	st := h.Snapshot()
 	require.Len(t, st.Devices, 2)
 	assert.Equal(t, hs[0].Verdict, st.Devices[0].Health.Verdict, "the status says the verdict")
-	assert.Equal(t, driver.VerdictHealthy, st.Devices[1].Health.Verdict, "the other device is untouched")
+	assert.Equal(t, healthwatch.VerdictHealthy, st.Devices[1].Health.Verdict, "the other device is untouched")
 	if last == "4" {
 		assert.Contains(t, hs[0].Reason, "a new process may use it")
 		assert.NotNil(t, st.Devices[0].Health.Recovered)
@@ -324,7 +325,7 @@ func TestChildWatchCPU(t *testing.T) {
 		}
 	}})
 	hs := waitVerdict(t, rt, func(hs []device.DeviceHealth) bool {
-		return len(hs) == 2 && hs[0].Verdict == driver.VerdictHealthy && hs[1].Verdict == driver.VerdictHealthy
+		return len(hs) == 2 && hs[0].Verdict == healthwatch.VerdictHealthy && hs[1].Verdict == healthwatch.VerdictHealthy
 	})
 	var cpu time.Duration
 	select {

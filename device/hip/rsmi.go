@@ -62,7 +62,7 @@ var loadSMI = sync.OnceValues(func() (loader.Library, error) {
 })
 
 // The ROCm SMI calls, through rsmi_shim.h's table; each returns the raw
-// rsmi_status_t. The caller brackets each with driver.TrackCall.
+// rsmi_status_t. The caller brackets each with healthwatch.TrackCall.
 
 func smiInit() int     { return int(C.gpuinit_rsmiInit()) }
 func smiShutDown() int { return int(C.gpuinit_rsmiShutDown()) }

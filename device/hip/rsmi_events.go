@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // smiRelease is what rsmi_version_get reports: the library's own version,
@@ -130,31 +130,31 @@ func printable(msg []byte) string {
 
 // healthEvent is what notification e means for device ordinal, under l;
 // ok is false for an event the watch did not ask for.
-func (l smiLayout) healthEvent(ordinal int, e smiEvent) (ev driver.HealthEvent, ok bool) {
-	ev = driver.HealthEvent{Ordinal: ordinal, Code: int(e.event), At: time.Now()}
+func (l smiLayout) healthEvent(ordinal int, e smiEvent) (ev healthwatch.Event, ok bool) {
+	ev = healthwatch.Event{Ordinal: ordinal, Code: int(e.event), At: time.Now()}
 	said := ""
 	if e.message != "" {
 		said = " (ROCm SMI: " + e.message + ")"
 	}
 	switch {
 	case e.event == smiVMFault:
-		ev.Kind, ev.Action, ev.Name = driver.HealthVMFault, driver.HealthCount, "RSMI_EVT_NOTIF_VMFAULT"
+		ev.Kind, ev.Action, ev.Name = healthwatch.KindVMFault, healthwatch.Count, "RSMI_EVT_NOTIF_VMFAULT"
 		ev.Message = "a GPU VM page fault: a kernel used an address it does not own" + said
 		ev.Hint = "the application's bug, not the GPU's: the process that faulted is broken; the device stays in service"
 	case e.event == smiThermal:
-		ev.Kind, ev.Action, ev.Name = driver.HealthThermal, driver.HealthCount, "RSMI_EVT_NOTIF_THERMAL_THROTTLE"
+		ev.Kind, ev.Action, ev.Name = healthwatch.KindThermal, healthwatch.Count, "RSMI_EVT_NOTIF_THERMAL_THROTTLE"
 		ev.Message = "the GPU throttled its clocks to cool down" + said
 		ev.Hint = "check the node's cooling and the GPU's fans; work runs slower while it throttles"
 	case e.event == smiPreReset:
-		ev.Kind, ev.Action, ev.Name = driver.HealthReset, driver.HealthLose, "RSMI_EVT_NOTIF_GPU_PRE_RESET"
+		ev.Kind, ev.Action, ev.Name = healthwatch.KindReset, healthwatch.Lose, "RSMI_EVT_NOTIF_GPU_PRE_RESET"
 		ev.Message = "a GPU reset is in progress: the driver is resetting the GPU" + said
 		ev.Hint = "wait for the reset to finish (the post-reset event); every process that used the GPU must restart"
 	case e.event == smiPostReset:
-		ev.Kind, ev.Action, ev.Name = driver.HealthReset, driver.HealthRecover, "RSMI_EVT_NOTIF_GPU_POST_RESET"
+		ev.Kind, ev.Action, ev.Name = healthwatch.KindReset, healthwatch.Recover, "RSMI_EVT_NOTIF_GPU_POST_RESET"
 		ev.Message = "the GPU's reset is done: the driver says it is usable again" + said
 		ev.Hint = "restart the processes that used the GPU before the reset"
 	case e.event == smiRingHang && l.ringHang:
-		ev.Kind, ev.Action, ev.Name = driver.HealthRingHang, driver.HealthLose, "RSMI_EVT_NOTIF_RING_HANG"
+		ev.Kind, ev.Action, ev.Name = healthwatch.KindRingHang, healthwatch.Lose, "RSMI_EVT_NOTIF_RING_HANG"
 		ev.Message = "a ring (a GPU queue) hung: the GPU stopped taking work" + said
 		ev.Hint = "reset the GPU (amd-smi reset --gpureset, or reboot), then restart the process; the driver's own reset shows as a reset event"
 	default:

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,23 +69,23 @@ func TestDecodeReadsEachLayoutBounded(t *testing.T) {
 
 func TestEventsMapToTheirVerdicts(t *testing.T) {
 	type want struct {
-		kind   driver.HealthKind
-		action driver.HealthAction
+		kind   healthwatch.Kind
+		action healthwatch.Action
 	}
 	for _, c := range []struct {
 		layout smiLayout
 		event  uint32
 		want   *want // nil: not an event the watch asked for
 	}{
-		{layoutLegacy, smiVMFault, &want{driver.HealthVMFault, driver.HealthCount}},
-		{layoutLegacy, smiThermal, &want{driver.HealthThermal, driver.HealthCount}},
-		{layoutLegacy, smiPreReset, &want{driver.HealthReset, driver.HealthLose}},
-		{layoutLegacy, smiPostReset, &want{driver.HealthReset, driver.HealthRecover}},
+		{layoutLegacy, smiVMFault, &want{healthwatch.KindVMFault, healthwatch.Count}},
+		{layoutLegacy, smiThermal, &want{healthwatch.KindThermal, healthwatch.Count}},
+		{layoutLegacy, smiPreReset, &want{healthwatch.KindReset, healthwatch.Lose}},
+		{layoutLegacy, smiPostReset, &want{healthwatch.KindReset, healthwatch.Recover}},
 		{layoutLegacy, 5, nil},
-		{layoutRingHang, smiRingHang, &want{driver.HealthRingHang, driver.HealthLose}},
-		{layoutRingHang, smiPreReset, &want{driver.HealthReset, driver.HealthLose}},
+		{layoutRingHang, smiRingHang, &want{healthwatch.KindRingHang, healthwatch.Lose}},
+		{layoutRingHang, smiPreReset, &want{healthwatch.KindReset, healthwatch.Lose}},
 		{layoutKernel, 5, nil}, // migrate-start
-		{layoutKernel, smiPostReset, &want{driver.HealthReset, driver.HealthRecover}},
+		{layoutKernel, smiPostReset, &want{healthwatch.KindReset, healthwatch.Recover}},
 		{layoutKernel, 0, nil},
 	} {
 		ev, ok := c.layout.healthEvent(1, smiEvent{index: 0, event: c.event, message: "said"})
@@ -99,7 +99,7 @@ func TestEventsMapToTheirVerdicts(t *testing.T) {
 		assert.Equal(t, 1, ev.Ordinal)
 		assert.Equal(t, int(c.event), ev.Code)
 		assert.Contains(t, ev.Message, "(ROCm SMI: said)")
-		if ev.Kind == driver.HealthReset && ev.Action == driver.HealthLose {
+		if ev.Kind == healthwatch.KindReset && ev.Action == healthwatch.Lose {
 			assert.Contains(t, ev.Message, "reset is in progress")
 		}
 	}

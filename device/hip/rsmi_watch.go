@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 const (
@@ -53,7 +53,7 @@ type smiWatch struct {
 
 // call brackets one ROCm SMI call for the Runtime's call deadline.
 func call(ctx context.Context, ordinal int, op string, f func() int) int {
-	end := driver.TrackCall(ctx, ordinal, op)
+	end := healthwatch.TrackCall(ctx, ordinal, op)
 	defer end()
 	return f()
 }
@@ -69,10 +69,10 @@ func smiFailure(ctx context.Context, op string, r int) string {
 // bus ids are busIDs (the Runtime's ordinals), and reports each device's
 // events watched or unwatched, with why. It returns nil where it watches
 // none, having shut ROCm SMI down again.
-func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEvent)) *smiWatch {
+func startSMI(ctx context.Context, busIDs []string, report func(healthwatch.Event)) *smiWatch {
 	unwatched := func(ordinals []int, why string) *smiWatch {
 		for _, o := range ordinals {
-			report(driver.HealthEvent{Ordinal: o, Kind: driver.HealthUnwatched, Name: "rocm-smi", At: time.Now(),
+			report(healthwatch.Event{Ordinal: o, Kind: healthwatch.KindUnwatched, Name: "rocm-smi", At: time.Now(),
 				Message: fmt.Sprintf("hip: device %d's events (VM faults, thermal throttling, resets, ring hangs) are unknown: %s", o, why)})
 		}
 		return nil
@@ -141,7 +141,7 @@ func startSMI(ctx context.Context, busIDs []string, report func(driver.HealthEve
 			unwatched([]int{ordinal}, why)
 			continue
 		}
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, Name: "rocm-smi", At: time.Now(),
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, Name: "rocm-smi", At: time.Now(),
 			Message: fmt.Sprintf("ROCm SMI %s events: %s", w.version, w.layout.name)})
 	}
 	if len(w.ordinal) == 0 {
@@ -167,10 +167,10 @@ func (w *smiWatch) start(ctx context.Context, ordinal int, index uint32) string 
 
 // wait waits up to ms for events and reports them; a failure of the get is
 // reported as a watch error, and the next wait tries again.
-func (w *smiWatch) wait(ctx context.Context, ms int, report func(driver.HealthEvent)) {
+func (w *smiWatch) wait(ctx context.Context, ms int, report func(healthwatch.Event)) {
 	var n, r int
 	// The get blocks for up to ms by design: the deadline starts after it.
-	end := driver.TrackWait(ctx, -1, "rsmi_event_notification_get", time.Duration(ms)*time.Millisecond)
+	end := healthwatch.TrackWait(ctx, -1, "rsmi_event_notification_get", time.Duration(ms)*time.Millisecond)
 	n, r = smiEventGet(ms, w.buf, smiRoom)
 	end()
 	switch r {
@@ -178,7 +178,7 @@ func (w *smiWatch) wait(ctx context.Context, ms int, report func(driver.HealthEv
 	case rsmiNoData:
 		return
 	default:
-		report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatchError, At: time.Now(),
+		report(healthwatch.Event{Ordinal: -1, Kind: healthwatch.KindWatchError, At: time.Now(),
 			Message: "hip: ROCm SMI's events: " + smiFailure(ctx, "rsmi_event_notification_get", r) + "; waiting again"})
 		if ctx.Err() == nil {
 			t := time.NewTimer(time.Duration(ms) * time.Millisecond) // no busy loop on a get that fails at once
@@ -195,7 +195,7 @@ func (w *smiWatch) wait(ctx context.Context, ms int, report func(driver.HealthEv
 		ordinal, ok := w.ordinal[e.index]
 		ev, known := w.layout.healthEvent(ordinal, e)
 		if !ok || !known {
-			report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatchError, At: time.Now(),
+			report(healthwatch.Event{Ordinal: -1, Kind: healthwatch.KindWatchError, At: time.Now(),
 				Message: fmt.Sprintf("hip: ROCm SMI %s sent event %d for device index %d, which the watch did not ask for (read as %s); ignored: %q",
 					w.version, e.event, e.index, w.layout.name, strings.ToValidUTF8(e.message, "?"))})
 			continue

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
@@ -36,7 +36,7 @@ func smiHost(t *testing.T, lib fakedriver.Library, env ...string) (childEnv []st
 		"GPUINIT_FAKE_RSMI_LOG=" + string(log), "SMI_EVENTS=" + events}, env...)...), events, log
 }
 
-// recorder is a driver.CallTracker that keeps every call it was told of.
+// recorder is a healthwatch.CallTracker that keeps every call it was told of.
 type recorder struct {
 	mu        sync.Mutex
 	calls     []tracked
@@ -74,7 +74,7 @@ type watchRun struct {
 	done    chan error
 	calls   *recorder
 	mu      sync.Mutex
-	events  []driver.HealthEvent
+	events  []healthwatch.Event
 	changed chan struct{} // closed at the next event; nil until a wait asks
 }
 
@@ -84,13 +84,13 @@ func startWatch(t *testing.T) *watchRun {
 	t.Helper()
 	require.NoError(t, process.Init(context.Background()))
 	w := &watchRun{done: make(chan error, 1), calls: &recorder{}}
-	ctx, cancel := context.WithCancel(driver.WithCallTracker(context.Background(), w.calls))
+	ctx, cancel := context.WithCancel(healthwatch.WithCallTracker(context.Background(), w.calls))
 	w.cancel = func() {
 		cancel()
 		w.calls.canceled.Store(true) // after cancel: a get begun since began after it
 	}
 	go func() {
-		w.done <- paced(testTiming).WatchHealth(ctx, func(ev driver.HealthEvent) {
+		w.done <- paced(testTiming).WatchHealth(ctx, func(ev healthwatch.Event) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.events = append(w.events, ev)
@@ -104,7 +104,7 @@ func startWatch(t *testing.T) *watchRun {
 	return w
 }
 
-func (w *watchRun) seen() []driver.HealthEvent {
+func (w *watchRun) seen() []healthwatch.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.events)
@@ -112,9 +112,9 @@ func (w *watchRun) seen() []driver.HealthEvent {
 
 // waitFor waits, without polling, until an event that match accepts was
 // reported, and returns it.
-func (w *watchRun) waitFor(t *testing.T, what string, match func(driver.HealthEvent) bool) driver.HealthEvent {
+func (w *watchRun) waitFor(t *testing.T, what string, match func(healthwatch.Event) bool) healthwatch.Event {
 	t.Helper()
-	var got driver.HealthEvent
+	var got healthwatch.Event
 	childtest.Until(t, what, func() (bool, <-chan struct{}) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -160,26 +160,26 @@ func TestChildSMIEvents(t *testing.T) {
 	layout := os.Getenv("GPUINIT_FAKE_RSMI_LAYOUT")
 	w := startWatch(t)
 	for o := range 2 {
-		w.waitFor(t, "events watched", func(ev driver.HealthEvent) bool {
-			return ev.Ordinal == o && ev.Kind == driver.HealthWatching && strings.Contains(ev.Message, "ROCm SMI")
+		w.waitFor(t, "events watched", func(ev healthwatch.Event) bool {
+			return ev.Ordinal == o && ev.Kind == healthwatch.KindWatching && strings.Contains(ev.Message, "ROCm SMI")
 		})
 	}
 	type want struct {
 		event  int
-		kind   driver.HealthKind
-		action driver.HealthAction
+		kind   healthwatch.Kind
+		action healthwatch.Action
 	}
-	cases := []want{{1, driver.HealthVMFault, driver.HealthCount}, {2, driver.HealthThermal, driver.HealthCount},
-		{3, driver.HealthReset, driver.HealthLose}, {4, driver.HealthReset, driver.HealthRecover}}
+	cases := []want{{1, healthwatch.KindVMFault, healthwatch.Count}, {2, healthwatch.KindThermal, healthwatch.Count},
+		{3, healthwatch.KindReset, healthwatch.Lose}, {4, healthwatch.KindReset, healthwatch.Recover}}
 	if layout == "6.1" {
-		cases = append(cases, want{5, driver.HealthRingHang, driver.HealthLose})
+		cases = append(cases, want{5, healthwatch.KindRingHang, healthwatch.Lose})
 	}
 	msgSize := map[string]int{"5.2": 64, "6.1": 64, "kernel": 96}[layout]
 	for ordinal, bus := range []string{"0000:c1:00.0", "0000:03:00.0"} {
 		for _, c := range cases {
 			msg := fmt.Sprintf("event-%d-on-%d-", c.event, ordinal) + strings.Repeat("m", 120) // longer than any field
 			appendLine(t, os.Getenv("SMI_EVENTS"), fmt.Sprintf("%s %d %s", bus, c.event, msg))
-			ev := w.waitFor(t, fmt.Sprintf("event %d on device %d", c.event, ordinal), func(ev driver.HealthEvent) bool {
+			ev := w.waitFor(t, fmt.Sprintf("event %d on device %d", c.event, ordinal), func(ev healthwatch.Event) bool {
 				return strings.Contains(ev.Message, fmt.Sprintf("event-%d-on-%d-", c.event, ordinal))
 			})
 			assert.Equal(t, ordinal, ev.Ordinal, "matched by PCI bus id: ROCm SMI's index %d", 1-ordinal)
@@ -191,7 +191,7 @@ func TestChildSMIEvents(t *testing.T) {
 	if layout != "6.1" {
 		appendLine(t, os.Getenv("SMI_EVENTS"), "0000:c1:00.0 5 not-asked-for")
 		appendLine(t, os.Getenv("SMI_EVENTS"), "0000:c1:00.0 1 after-five")
-		w.waitFor(t, "the next event", func(ev driver.HealthEvent) bool { return strings.Contains(ev.Message, "after-five") })
+		w.waitFor(t, "the next event", func(ev healthwatch.Event) bool { return strings.Contains(ev.Message, "after-five") })
 		for _, ev := range w.seen() {
 			assert.NotContains(t, ev.Message, "not-asked-for", "event 5 is no ring hang in this release")
 		}
@@ -242,16 +242,16 @@ func TestChildSMIUnwatched(t *testing.T) {
 	}
 	w := startWatch(t)
 	for o := range 2 {
-		ev := w.waitFor(t, "events unwatched", func(ev driver.HealthEvent) bool {
-			return ev.Ordinal == o && ev.Kind == driver.HealthUnwatched && strings.Contains(ev.Message, "events")
+		ev := w.waitFor(t, "events unwatched", func(ev healthwatch.Event) bool {
+			return ev.Ordinal == o && ev.Kind == healthwatch.KindUnwatched && strings.Contains(ev.Message, "events")
 		})
 		if o == 0 || !strings.Contains(os.Getenv("WANT"), "share") {
 			for _, want := range strings.Split(os.Getenv("WANT"), "|") {
 				assert.Contains(t, ev.Message, want)
 			}
 		}
-		w.waitFor(t, "RAS watched", func(ev driver.HealthEvent) bool { return ev.Ordinal == o && ev.Kind == driver.HealthWatching })
-		w.waitFor(t, "RAS read", func(ev driver.HealthEvent) bool { return ev.Ordinal == o && ev.Kind == driver.HealthRead })
+		w.waitFor(t, "RAS watched", func(ev healthwatch.Event) bool { return ev.Ordinal == o && ev.Kind == healthwatch.KindWatching })
+		w.waitFor(t, "RAS read", func(ev healthwatch.Event) bool { return ev.Ordinal == o && ev.Kind == healthwatch.KindCounters })
 	}
 	w.cancel()
 	select {
@@ -284,7 +284,7 @@ func TestSMIWatchEnds(t *testing.T) {
 func TestChildSMIStop(t *testing.T) {
 	child(t)
 	w := startWatch(t)
-	w.waitFor(t, "watching", func(ev driver.HealthEvent) bool { return ev.Kind == driver.HealthWatching })
+	w.waitFor(t, "watching", func(ev healthwatch.Event) bool { return ev.Kind == healthwatch.KindWatching })
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(w.calls.snapshot(), func(c tracked) bool { return c.op == "rsmi_event_notification_get" })
 	}, time.Minute, 5*time.Millisecond, "the watch waits for events")
@@ -305,12 +305,12 @@ func TestChildSMIStop(t *testing.T) {
 func TestChildSMIWaitError(t *testing.T) {
 	child(t)
 	w := startWatch(t)
-	w.waitFor(t, "watching", func(ev driver.HealthEvent) bool { return ev.Kind == driver.HealthWatching })
+	w.waitFor(t, "watching", func(ev healthwatch.Event) bool { return ev.Kind == healthwatch.KindWatching })
 	appendLine(t, os.Getenv("SMI_EVENTS"), "error 6")
 	appendLine(t, os.Getenv("SMI_EVENTS"), "0000:03:00.0 1 after-the-error")
-	ev := w.waitFor(t, "a watch error", func(ev driver.HealthEvent) bool { return ev.Kind == driver.HealthWatchError })
+	ev := w.waitFor(t, "a watch error", func(ev healthwatch.Event) bool { return ev.Kind == healthwatch.KindWatchError })
 	assert.Contains(t, ev.Message, "rsmi_event_notification_get answered 6 RSMI_STATUS_INTERNAL_EXCEPTION")
-	ev = w.waitFor(t, "the next event", func(ev driver.HealthEvent) bool { return strings.Contains(ev.Message, "after-the-error") })
+	ev = w.waitFor(t, "the next event", func(ev healthwatch.Event) bool { return strings.Contains(ev.Message, "after-the-error") })
 	assert.Equal(t, 1, ev.Ordinal)
 }
 
@@ -392,12 +392,12 @@ func TestChildRealSMI(t *testing.T) {
 	}
 	w := startWatch(t)
 	for o := range 2 {
-		ev := w.waitFor(t, "device's events placed or not", func(ev driver.HealthEvent) bool {
-			return ev.Ordinal == o && (ev.Kind == driver.HealthUnwatched && strings.Contains(ev.Message, "events") ||
-				ev.Kind == driver.HealthWatching && strings.Contains(ev.Message, "ROCm SMI"))
+		ev := w.waitFor(t, "device's events placed or not", func(ev healthwatch.Event) bool {
+			return ev.Ordinal == o && (ev.Kind == healthwatch.KindUnwatched && strings.Contains(ev.Message, "events") ||
+				ev.Kind == healthwatch.KindWatching && strings.Contains(ev.Message, "ROCm SMI"))
 		})
 		t.Logf("device %d: %s: %s", o, ev.Kind, ev.Message)
-		if ev.Kind == driver.HealthUnwatched { // no GPU: rsmi_init fails, or finds no device
+		if ev.Kind == healthwatch.KindUnwatched { // no GPU: rsmi_init fails, or finds no device
 			assert.Regexp(t, `ROCm SMI could not start: rsmi_init answered \d+ RSMI_STATUS_|ROCm SMI finds no device|no ROCm SMI device has`, ev.Message)
 		}
 	}

@@ -5,14 +5,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
 // WatchHealth watches the simulated devices until ctx ends: every device is
 // watched, and the events InjectXid and InjectHealthEvent make are reported
 // as a real backend's watch reports them. It uses no CPU between events.
-func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (b *Backend) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	events := make(chan watchMsg)
 	b.mu.Lock()
 	if b.watches == nil {
@@ -26,10 +26,10 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 		b.mu.Unlock()
 	}()
 	for ordinal := range b.devices {
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthWatching, At: time.Now()})
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, At: time.Now()})
 		// A simulated device has no counters: read at once, and empty, so
 		// that nobody waits for them.
-		report(driver.HealthEvent{Ordinal: ordinal, Kind: driver.HealthRead, Counters: &driver.HealthCounters{}, At: time.Now()})
+		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindCounters, Counters: &healthwatch.Counters{}, At: time.Now()})
 	}
 	for {
 		select {
@@ -39,7 +39,7 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(driver.HealthEven
 			if m.hang != nil {
 				// A driver call that does not return, deaf to ctx as a real
 				// one is: only its release ends it.
-				end := driver.TrackCall(ctx, m.hang.ordinal, m.hang.op)
+				end := healthwatch.TrackCall(ctx, m.hang.ordinal, m.hang.op)
 				close(m.hang.started)
 				<-m.hang.release
 				end()
@@ -61,12 +61,12 @@ func (b *Backend) InjectXid(ordinal, code int) {
 
 // InjectHealthEvent has every health watch running on b report ev (an ECC
 // error, a RAS rise, a watch error); see InjectXid.
-func (b *Backend) InjectHealthEvent(ev driver.HealthEvent) { b.send(watchMsg{ev: ev}) }
+func (b *Backend) InjectHealthEvent(ev healthwatch.Event) { b.send(watchMsg{ev: ev}) }
 
 // HangHealthWatch simulates a driver call of the health watch that never
 // returns, as an NVML call on a wedged driver: every health watch running
 // on b enters call op on device ordinal (-1 for a call about no device),
-// through driver.TrackCall, and stays in it, deaf to its context, until
+// through healthwatch.TrackCall, and stays in it, deaf to its context, until
 // release is called. It returns once every watch is in the call, or has
 // stopped. release may be called more than once.
 func (b *Backend) HangHealthWatch(ordinal int, op string) (release func()) {
@@ -85,7 +85,7 @@ func (b *Backend) HangHealthWatch(ordinal int, op string) (release func()) {
 // watchMsg is what a running watch is sent: an event to report, or a call
 // to hang in.
 type watchMsg struct {
-	ev   driver.HealthEvent
+	ev   healthwatch.Event
 	hang *watchHang
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/rng/philox"
 	"github.com/stretchr/testify/assert"
@@ -133,24 +133,24 @@ func TestGeneratorDrawsCURANDNumbers(t *testing.T) {
 func TestHealthWatchReportsInjectedEventsUntilCancelled(t *testing.T) {
 	b := sim.New(sim.WithDevices(2))
 	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan driver.HealthEvent, 8)
+	got := make(chan healthwatch.Event, 8)
 	done := make(chan error)
-	go func() { done <- b.WatchHealth(ctx, func(ev driver.HealthEvent) { got <- ev }) }()
+	go func() { done <- b.WatchHealth(ctx, func(ev healthwatch.Event) { got <- ev }) }()
 	for ordinal := range 2 {
 		ev := <-got
-		assert.Equal(t, driver.HealthWatching, ev.Kind)
+		assert.Equal(t, healthwatch.KindWatching, ev.Kind)
 		assert.Equal(t, ordinal, ev.Ordinal)
 		ev = <-got
-		assert.Equal(t, driver.HealthRead, ev.Kind, "a simulated device's counters: none, read at once")
-		assert.Equal(t, &driver.HealthCounters{}, ev.Counters)
+		assert.Equal(t, healthwatch.KindCounters, ev.Kind, "a simulated device's counters: none, read at once")
+		assert.Equal(t, &healthwatch.Counters{}, ev.Counters)
 		assert.Equal(t, ordinal, ev.Ordinal)
 	}
 	b.InjectXid(1, 79)
 	ev := <-got
-	assert.Equal(t, driver.HealthLose, ev.Action)
+	assert.Equal(t, healthwatch.Lose, ev.Action)
 	assert.Equal(t, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", ev.Name)
 	b.InjectXid(0, 13)
-	assert.Equal(t, driver.HealthCount, (<-got).Action)
+	assert.Equal(t, healthwatch.Count, (<-got).Action)
 	cancel()
 	assert.NoError(t, <-done)
 	b.InjectXid(0, 79) // no watch runs: returns at once

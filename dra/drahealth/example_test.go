@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -31,7 +31,7 @@ func ExampleFeed_WatchHealthStatus() {
 		return
 	}
 	// The health watch starts right after init: wait until it watches.
-	for s := rt.Stats(); len(s.Health) < 2 || s.Health[1].Verdict != driver.VerdictHealthy; s = rt.Stats() {
+	for s := rt.Stats(); len(s.Health) < 2 || s.Health[1].Verdict != healthwatch.VerdictHealthy; s = rt.Stats() {
 		<-s.Changed
 	}
 
@@ -60,7 +60,7 @@ func ExampleFeed_WatchHealthStatus() {
 // ResourceSlices: a lost GPU evicts its pods, a degraded one takes no new
 // ones, an unknown one only says so.
 func ExampleTaintFor() {
-	for _, v := range []driver.Verdict{driver.VerdictHealthy, driver.VerdictDegraded, driver.VerdictUnhealthy, driver.VerdictUnknown} {
+	for _, v := range []healthwatch.Verdict{healthwatch.VerdictHealthy, healthwatch.VerdictDegraded, healthwatch.VerdictUnhealthy, healthwatch.VerdictUnknown} {
 		t, ok := drahealth.TaintFor(drahealth.State{Verdict: v})
 		fmt.Printf("%s: %t %s=%s:%s\n", v, ok, t.Key, t.Value, t.Effect)
 	}

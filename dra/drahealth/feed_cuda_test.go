@@ -22,7 +22,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/cuda"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/gpuinit/gpuinit/dra/internal/kubelettest"
 	"github.com/stretchr/testify/assert"
@@ -136,7 +136,7 @@ func cudaFeed(t *testing.T, opts drahealth.Options) (f served, uuids [2]string) 
 	require.Len(t, devices, 2)
 	waitStats(t, rt, func(s device.Stats) bool {
 		return len(s.Health) == 2 && s.Health[0].Watched && s.Health[1].Watched &&
-			s.Health[0].Verdict == driver.VerdictHealthy && s.Health[1].Verdict == driver.VerdictHealthy
+			s.Health[0].Verdict == healthwatch.VerdictHealthy && s.Health[1].Verdict == healthwatch.VerdictHealthy
 	})
 	for i := range uuids {
 		uuids[i] = devices[i].UUID

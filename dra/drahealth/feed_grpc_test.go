@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/gpuinit/gpuinit/dra/internal/kubelettest"
@@ -210,7 +210,7 @@ func TestKubeletSeesAStuckWatchAsUnknown(t *testing.T) {
 	require.Equal(t, drahealthv1.HealthStatus_HEALTHY, h)
 
 	stuck := time.Now()
-	src.set(drahealth.State{Ordinal: 0, Verdict: driver.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
+	src.set(drahealth.State{Ordinal: 0, Verdict: healthwatch.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
 	s.Until(t, 5*time.Second, is(stuckID, drahealthv1.HealthStatus_UNKNOWN))
 	assert.Less(t, time.Since(stuck), time.Second, "before the kubelet's timeout")
 	for range 2 { // the re-sends after

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,7 +73,7 @@ func TestWatchHealthStatusSendsAllThenEachChange(t *testing.T) {
 		start := time.Now()
 
 		src.set(healthy(0), true) // a change of something the reports do not carry
-		src.set(drahealth.State{Ordinal: 1, Verdict: driver.VerdictUnhealthy, Reason: "lost: xid 79"}, true)
+		src.set(drahealth.State{Ordinal: 1, Verdict: healthwatch.VerdictUnhealthy, Reason: "lost: xid 79"}, true)
 		r := <-reports
 		assert.Equal(t, map[string]kubeletplugin.HealthStatus{"gpu-b": "Unhealthy"}, health(r), "only the device that changed")
 		assert.Zero(t, time.Since(start), "at the change, not at a re-send")
@@ -96,7 +96,7 @@ func TestWatchHealthStatusResendsWhatTheSourceSaysNow(t *testing.T) {
 		assert.Len(t, r.Devices, 2, "a re-send covers every device")
 
 		stuck := time.Now()
-		src.set(drahealth.State{Ordinal: 0, Verdict: driver.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
+		src.set(drahealth.State{Ordinal: 0, Verdict: healthwatch.VerdictHealthy, Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, false)
 		r = <-reports
 		assert.Less(t, time.Since(stuck), drahealth.DefaultTimeout, "before the kubelet's timeout")
 		assert.Equal(t, map[string]kubeletplugin.HealthStatus{"gpu-a": "Unknown", "gpu-b": "Healthy"}, health(r))
@@ -118,7 +118,7 @@ func TestWatchHealthStatusNeverBlocksOnceCtxEnds(t *testing.T) {
 				switch at {
 				case "change":
 					<-reports
-					src.set(drahealth.State{Ordinal: 1, Verdict: driver.VerdictUnhealthy}, true)
+					src.set(drahealth.State{Ordinal: 1, Verdict: healthwatch.VerdictUnhealthy}, true)
 				case "re-send":
 					<-reports
 					time.Sleep(f.Resend())

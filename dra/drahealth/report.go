@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 )
 
@@ -20,15 +20,15 @@ const noState = "unknown: gpuinit has no health for this device yet"
 // degraded is what a Degraded device reports.
 func status(s State, degraded kubeletplugin.HealthStatus) (kubeletplugin.HealthStatus, string) {
 	switch {
-	case s.Verdict == driver.VerdictUnhealthy:
+	case s.Verdict == healthwatch.VerdictUnhealthy:
 		return kubeletplugin.HealthStatusUnhealthy, message("unhealthy", s.Reason)
-	case s.Stale != "" && s.Verdict == driver.VerdictUnknown:
+	case s.Stale != "" && s.Verdict == healthwatch.VerdictUnknown:
 		return kubeletplugin.HealthStatusUnknown, message("unknown", s.Stale)
 	case s.Stale != "":
 		return kubeletplugin.HealthStatusUnknown, message("unknown", s.Stale+" (its last verdict was "+s.Verdict.String()+")")
-	case s.Verdict == driver.VerdictHealthy:
+	case s.Verdict == healthwatch.VerdictHealthy:
 		return kubeletplugin.HealthStatusHealthy, ""
-	case s.Verdict == driver.VerdictDegraded:
+	case s.Verdict == healthwatch.VerdictDegraded:
 		return degraded, message("degraded", s.Reason)
 	}
 	return kubeletplugin.HealthStatusUnknown, message("unknown", s.Reason)

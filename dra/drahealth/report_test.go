@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,21 +36,21 @@ func TestReportMapsVerdicts(t *testing.T) {
 		message  string
 	}{
 		{"healthy", healthy(0), "", healthyStatus, ""},
-		{"lost: unhealthy, with the reason", drahealth.State{Verdict: driver.VerdictUnhealthy, Reason: "lost: xid 79"}, "",
+		{"lost: unhealthy, with the reason", drahealth.State{Verdict: healthwatch.VerdictUnhealthy, Reason: "lost: xid 79"}, "",
 			unhealthy, "unhealthy: lost: xid 79"},
-		{"lost and stale: still unhealthy", drahealth.State{Verdict: driver.VerdictUnhealthy, Reason: "lost: xid 79", Stale: "stuck"}, "",
+		{"lost and stale: still unhealthy", drahealth.State{Verdict: healthwatch.VerdictUnhealthy, Reason: "lost: xid 79", Stale: "stuck"}, "",
 			unhealthy, "unhealthy: lost: xid 79"},
-		{"healthy but stale: unknown, never healthy", drahealth.State{Verdict: driver.VerdictHealthy,
+		{"healthy but stale: unknown, never healthy", drahealth.State{Verdict: healthwatch.VerdictHealthy,
 			Stale: "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, "",
 			unknown, "unknown: gpuinit's health watch is stuck in nvmlEventSetWait_v2 (its last verdict was healthy)"},
-		{"unknown and stale: the staleness says why", drahealth.State{Verdict: driver.VerdictUnknown,
+		{"unknown and stale: the staleness says why", drahealth.State{Verdict: healthwatch.VerdictUnknown,
 			Reason: "the health watch's call nvmlEventSetWait_v2 is past its deadline",
 			Stale:  "gpuinit's health watch is stuck in nvmlEventSetWait_v2"}, "",
 			unknown, "unknown: gpuinit's health watch is stuck in nvmlEventSetWait_v2"},
-		{"unknown, with why", drahealth.State{Verdict: driver.VerdictUnknown, Reason: "no NVML"}, "", unknown, "unknown: no NVML"},
-		{"degraded: healthy by default, the reason in the message", drahealth.State{Verdict: driver.VerdictDegraded,
+		{"unknown, with why", drahealth.State{Verdict: healthwatch.VerdictUnknown, Reason: "no NVML"}, "", unknown, "unknown: no NVML"},
+		{"degraded: healthy by default, the reason in the message", drahealth.State{Verdict: healthwatch.VerdictDegraded,
 			Reason: "row-remap: pending"}, "", healthyStatus, "degraded: row-remap: pending"},
-		{"degraded: unhealthy where asked", drahealth.State{Verdict: driver.VerdictDegraded, Reason: "row-remap: pending"},
+		{"degraded: unhealthy where asked", drahealth.State{Verdict: healthwatch.VerdictDegraded, Reason: "row-remap: pending"},
 			unhealthy, unhealthy, "degraded: row-remap: pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestReportCutsLongMessagesOnACharacterBoundary(t *testing.T) {
 		{"not UTF-8", strings.Repeat("a\xff", 800)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := oneDevice(t, drahealth.State{Verdict: driver.VerdictUnhealthy, Reason: tc.reason}, drahealth.Options{})
+			d := oneDevice(t, drahealth.State{Verdict: healthwatch.VerdictUnhealthy, Reason: tc.reason}, drahealth.Options{})
 			assert.LessOrEqual(t, len(d.Message), drahealth.MaxMessage)
 			assert.Greater(t, len(d.Message), drahealth.MaxMessage-4, "cut no shorter than it must")
 			assert.True(t, utf8.ValidString(d.Message))
@@ -93,7 +93,7 @@ func TestReportCutsLongMessagesOnACharacterBoundary(t *testing.T) {
 			assert.True(t, strings.HasPrefix(d.Message, "unhealthy: "))
 		})
 	}
-	d := oneDevice(t, drahealth.State{Verdict: driver.VerdictUnhealthy, Reason: strings.Repeat("x", drahealth.MaxMessage-len("unhealthy: "))},
+	d := oneDevice(t, drahealth.State{Verdict: healthwatch.VerdictUnhealthy, Reason: strings.Repeat("x", drahealth.MaxMessage-len("unhealthy: "))},
 		drahealth.Options{})
 	assert.Len(t, d.Message, drahealth.MaxMessage, "a message of exactly the limit is kept whole")
 	assert.False(t, strings.HasSuffix(d.Message, "..."))

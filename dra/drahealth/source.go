@@ -2,7 +2,7 @@ package drahealth
 
 import (
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // Source tells a Feed its devices' health.
@@ -30,7 +30,7 @@ type State struct {
 	Ordinal int
 	// Verdict and Reason are the device's verdict and why, as in
 	// device.DeviceHealth.
-	Verdict driver.Verdict
+	Verdict healthwatch.Verdict
 	Reason  string
 	// Stale says why the Source cannot vouch for Verdict now (its watch is
 	// stuck in a driver call, stopped, or closed); "" while it can. A stale

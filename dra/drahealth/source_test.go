@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
@@ -52,7 +52,7 @@ func (s *fakeSource) set(st drahealth.State, notify bool) {
 }
 
 func healthy(ordinal int) drahealth.State {
-	return drahealth.State{Ordinal: ordinal, Verdict: driver.VerdictHealthy}
+	return drahealth.State{Ordinal: ordinal, Verdict: healthwatch.VerdictHealthy}
 }
 
 // simRuntime is a Runtime over n simulated devices, initialized, with every
@@ -71,7 +71,7 @@ func simRuntime(t testing.TB, n int) (*sim.Backend, *device.Runtime, []device.In
 			return false
 		}
 		for _, h := range s.Health {
-			if h.Verdict != driver.VerdictHealthy {
+			if h.Verdict != healthwatch.VerdictHealthy {
 				return false
 			}
 		}
@@ -101,7 +101,7 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 	snap := src.Health()
 	require.Len(t, snap.Devices, 2)
 	for i, s := range snap.Devices {
-		assert.Equal(t, drahealth.State{Ordinal: i, Verdict: driver.VerdictHealthy}, s)
+		assert.Equal(t, drahealth.State{Ordinal: i, Verdict: healthwatch.VerdictHealthy}, s)
 	}
 
 	b.InjectXid(1, 79)
@@ -110,9 +110,9 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Changed was never closed after an Xid 79")
 	}
-	waitStats(t, rt, func(s device.Stats) bool { return s.Health[1].Verdict == driver.VerdictUnhealthy })
+	waitStats(t, rt, func(s device.Stats) bool { return s.Health[1].Verdict == healthwatch.VerdictUnhealthy })
 	lost := src.Health().Devices[1]
-	assert.Equal(t, driver.VerdictUnhealthy, lost.Verdict)
+	assert.Equal(t, healthwatch.VerdictUnhealthy, lost.Verdict)
 	assert.Contains(t, lost.Reason, "FALLEN_OFF_THE_BUS")
 	assert.Empty(t, lost.Stale)
 
@@ -126,24 +126,24 @@ func TestFromRuntimeTellsVerdictsAndStaleness(t *testing.T) {
 // lost to an Xid 79 says a new process may use it only after the driver said
 // it was reset, not after its NVLink fabric reported healthy again.
 func TestTheKubeletHearsALostGPUUsableOnlyAfterAReset(t *testing.T) {
-	fabric := func(action driver.HealthAction, words string) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthFabric, Action: action, Message: words,
-			Fabric: &driver.FabricState{State: 3, Words: words}}
+	fabric := func(action healthwatch.Action, words string) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindFabric, Action: action, Message: words,
+			Fabric: &healthwatch.FabricState{State: 3, Words: words}}
 	}
-	reset := func(action driver.HealthAction, a driver.RecoveryAction) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 1, Kind: driver.HealthRecovery, Action: action, Recovery: a}
+	reset := func(action healthwatch.Action, a healthwatch.RecoveryAction) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindRecovery, Action: action, Recovery: a}
 	}
 	for _, tc := range []struct {
 		name    string
-		events  []driver.HealthEvent
+		events  []healthwatch.Event
 		applied func(device.DeviceHealth) bool
 		usable  bool
 	}{
-		{"the fabric healthy again", []driver.HealthEvent{fabric(driver.HealthDegrade, "limited"), fabric(driver.HealthRecover, "healthy")},
+		{"the fabric healthy again", []healthwatch.Event{fabric(healthwatch.Degrade, "limited"), fabric(healthwatch.Recover, "healthy")},
 			func(h device.DeviceHealth) bool { return h.Fabric != nil && h.Fabric.Words == "healthy" }, false},
 		{"the recovery action back to none after a reset",
-			[]driver.HealthEvent{reset(driver.HealthLose, driver.RecoveryResetGPU), reset(driver.HealthRecover, driver.RecoveryNone)},
-			func(h device.DeviceHealth) bool { return h.Recovery == driver.RecoveryNone }, true},
+			[]healthwatch.Event{reset(healthwatch.Lose, healthwatch.RecoveryResetGPU), reset(healthwatch.Recover, healthwatch.RecoveryNone)},
+			func(h device.DeviceHealth) bool { return h.Recovery == healthwatch.RecoveryNone }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, rt, devices := simRuntime(t, 2)

@@ -1,7 +1,7 @@
 package drahealth
 
 import (
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -26,11 +26,11 @@ const TaintKey = "gpuinit.io/health"
 func TaintFor(s State) (resourceapi.DeviceTaint, bool) {
 	t := resourceapi.DeviceTaint{Key: TaintKey}
 	switch {
-	case s.Verdict == driver.VerdictUnhealthy:
+	case s.Verdict == healthwatch.VerdictUnhealthy:
 		t.Value, t.Effect = "unhealthy", resourceapi.DeviceTaintEffectNoExecute
-	case s.Stale != "" || s.Verdict == driver.VerdictUnknown:
+	case s.Stale != "" || s.Verdict == healthwatch.VerdictUnknown:
 		t.Value, t.Effect = "unknown", resourceapi.DeviceTaintEffectNone
-	case s.Verdict == driver.VerdictDegraded:
+	case s.Verdict == healthwatch.VerdictDegraded:
 		t.Value, t.Effect = "degraded", resourceapi.DeviceTaintEffectNoSchedule
 	default:
 		return resourceapi.DeviceTaint{}, false
@@ -63,7 +63,7 @@ func (f *Feed) Taint(pool string, devices []resourceapi.Device) {
 		}
 		s, ok := states[ordinal]
 		if !ok {
-			s = State{Ordinal: ordinal, Verdict: driver.VerdictUnknown}
+			s = State{Ordinal: ordinal, Verdict: healthwatch.VerdictUnknown}
 		}
 		if t, ok := TaintFor(s); ok {
 			kept = append(kept, t)

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,11 +20,11 @@ func TestTaintForEachVerdict(t *testing.T) {
 		value  string
 	}{
 		{"healthy: none", healthy(0), "", ""},
-		{"unhealthy: NoExecute", drahealth.State{Verdict: driver.VerdictUnhealthy}, resourceapi.DeviceTaintEffectNoExecute, "unhealthy"},
-		{"unhealthy and stale: NoExecute", drahealth.State{Verdict: driver.VerdictUnhealthy, Stale: "x"}, resourceapi.DeviceTaintEffectNoExecute, "unhealthy"},
-		{"degraded: NoSchedule", drahealth.State{Verdict: driver.VerdictDegraded}, resourceapi.DeviceTaintEffectNoSchedule, "degraded"},
-		{"unknown: None", drahealth.State{Verdict: driver.VerdictUnknown}, resourceapi.DeviceTaintEffectNone, "unknown"},
-		{"healthy but stale: None, as unknown", drahealth.State{Verdict: driver.VerdictHealthy, Stale: "x"}, resourceapi.DeviceTaintEffectNone, "unknown"},
+		{"unhealthy: NoExecute", drahealth.State{Verdict: healthwatch.VerdictUnhealthy}, resourceapi.DeviceTaintEffectNoExecute, "unhealthy"},
+		{"unhealthy and stale: NoExecute", drahealth.State{Verdict: healthwatch.VerdictUnhealthy, Stale: "x"}, resourceapi.DeviceTaintEffectNoExecute, "unhealthy"},
+		{"degraded: NoSchedule", drahealth.State{Verdict: healthwatch.VerdictDegraded}, resourceapi.DeviceTaintEffectNoSchedule, "degraded"},
+		{"unknown: None", drahealth.State{Verdict: healthwatch.VerdictUnknown}, resourceapi.DeviceTaintEffectNone, "unknown"},
+		{"healthy but stale: None, as unknown", drahealth.State{Verdict: healthwatch.VerdictHealthy, Stale: "x"}, resourceapi.DeviceTaintEffectNone, "unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			taint, ok := drahealth.TaintFor(tc.state)
@@ -41,7 +41,7 @@ func TestTaintForEachVerdict(t *testing.T) {
 // TestFeedTaintSetsTheFeedsDevicesOnly: Taint replaces its own taint, keeps
 // other keys, and leaves devices of other pools or names alone.
 func TestFeedTaintSetsTheFeedsDevicesOnly(t *testing.T) {
-	src := newFakeSource(healthy(0), drahealth.State{Ordinal: 1, Verdict: driver.VerdictUnhealthy})
+	src := newFakeSource(healthy(0), drahealth.State{Ordinal: 1, Verdict: healthwatch.VerdictUnhealthy})
 	f, err := drahealth.NewFeed(src, []device.Info{{Ordinal: 0, UUID: "GPU-a"}, {Ordinal: 1, UUID: "GPU-b"}},
 		drahealth.Options{Pool: "node-a"})
 	require.NoError(t, err)

@@ -27,8 +27,8 @@ var qualifiers = map[string]struct{ dir, typ string }{
 	"sim": {"device/sim", ""}, "cuda": {"device/cuda", ""}, "hip": {"device/hip", ""},
 	"backends": {"device/backends", ""}, "devicetest": {"device/devicetest", ""},
 	"rng": {"rng", ""}, "philox": {"rng/philox", ""}, "lazy": {"lazy", ""},
-	"drahealth": {"dra/drahealth", ""},
-	"rt":        {"device", "Runtime"}, "gens": {"rng", "Generators"},
+	"drahealth": {"dra/drahealth", ""}, "healthwatch": {"device/driver/healthwatch", ""},
+	"rt": {"device", "Runtime"}, "gens": {"rng", "Generators"},
 }
 
 // gone are names the README's migration notes name as removed, beyond the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // Observed is a backend whose health watch a test follows step by step: it
@@ -17,7 +18,7 @@ import (
 // is Backend's, through Unwrap.
 type Observed struct {
 	driver.Backend
-	AfterReport func(driver.HealthEvent)
+	AfterReport func(healthwatch.Event)
 	BeforeCall  func(ordinal int, op string)
 }
 
@@ -26,15 +27,15 @@ func (o Observed) Unwrap() driver.Backend { return o.Backend }
 
 // WatchHealth runs Backend's WatchHealth, observed; a Backend without one
 // is not supported.
-func (o Observed) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (o Observed) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	hw, ok := driver.Capability[driver.HealthWatcher](o.Backend)
 	if !ok {
 		return driver.ErrNotSupported
 	}
 	if o.BeforeCall != nil {
-		ctx = driver.WithCallTracker(ctx, beforeCall{ctx, o.BeforeCall})
+		ctx = healthwatch.WithCallTracker(ctx, beforeCall{ctx, o.BeforeCall})
 	}
-	return hw.WatchHealth(ctx, func(ev driver.HealthEvent) {
+	return hw.WatchHealth(ctx, func(ev healthwatch.Event) {
 		report(ev)
 		if o.AfterReport != nil {
 			o.AfterReport(ev)
@@ -51,5 +52,5 @@ type beforeCall struct {
 
 func (b beforeCall) Begin(ordinal int, op string, waits time.Duration) (end func()) {
 	b.f(ordinal, op)
-	return driver.TrackWait(b.outer, ordinal, op, waits)
+	return healthwatch.TrackWait(b.outer, ordinal, op, waits)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -198,16 +198,16 @@ func TestEventCarriesTheCatalogsVerdict(t *testing.T) {
 	at := time.Unix(1, 0)
 	for _, c := range []struct {
 		code   int
-		action driver.HealthAction
+		action healthwatch.Action
 		hint   string
 	}{
-		{79, driver.HealthLose, "out of service"},
-		{13, driver.HealthCount, "counted against the device"},
-		{63, driver.HealthInform, ""},
-		{9999, driver.HealthCount, "no resolution bucket"},
+		{79, healthwatch.Lose, "out of service"},
+		{13, healthwatch.Count, "counted against the device"},
+		{63, healthwatch.Inform, ""},
+		{9999, healthwatch.Count, "no resolution bucket"},
 	} {
 		ev := XidEvent(1, c.code, at)
-		assert.Equal(t, driver.HealthXid, ev.Kind, "Xid %d", c.code)
+		assert.Equal(t, healthwatch.KindXid, ev.Kind, "Xid %d", c.code)
 		assert.Equal(t, c.action, ev.Action, "Xid %d", c.code)
 		assert.Equal(t, c.code, ev.Code)
 		assert.Equal(t, 1, ev.Ordinal)
@@ -238,8 +238,8 @@ func FuzzEvent(f *testing.F) {
 			t.Fatalf("Xid %d: %+v", code, e)
 		}
 		ev := XidEvent(ordinal, code, at)
-		want := map[XidAction]driver.HealthAction{XidCount: driver.HealthCount, XidLose: driver.HealthLose, XidIgnore: driver.HealthInform}[action]
-		if ev.Code != code || ev.Ordinal != ordinal || ev.Kind != driver.HealthXid || ev.Action != want || ev.Name != e.Mnemonic ||
+		want := map[XidAction]healthwatch.Action{XidCount: healthwatch.Count, XidLose: healthwatch.Lose, XidIgnore: healthwatch.Inform}[action]
+		if ev.Code != code || ev.Ordinal != ordinal || ev.Kind != healthwatch.KindXid || ev.Action != want || ev.Name != e.Mnemonic ||
 			!strings.HasPrefix(ev.Message, fmt.Sprintf("Xid %d: ", code)) || !ev.At.Equal(at) {
 			t.Fatalf("Xid %d (%s): %+v", code, action, ev)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // Device is what the watch knows of one device's health.
@@ -20,23 +21,23 @@ type Device struct {
 	Watched     bool   // its health events are watched; false: unknown, Why says why
 	Why         string // why its health is unknown
 	Counted     map[string]int64
-	Counters    *driver.HealthCounters
+	Counters    *healthwatch.Counters
 	WatchError  string // the watch's last failure, which it retries; "" once it watches again
 	WatchErrors int64
 	Hint        string // advice the counters call for
 
 	Conditions       []Condition // the driver's verdicts that are not healthy, most severe first
-	Recovery         driver.RecoveryAction
+	Recovery         healthwatch.RecoveryAction
 	ReplaysPerMinute float64
-	Fabric           *driver.FabricState
+	Fabric           *healthwatch.FabricState
 	Recovered        time.Time // when the driver last said the GPU was reset (recoversLoss)
 	HungCall         string    // the watch's driver call past its deadline on the device
 	replays          []replaySample
 	sources          map[string]string // each source's state: "" watching, else why not
 }
 
-// watchedBy records that the backend's source (its HealthWatching or
-// HealthUnwatched event's Name: "ras", "rocm-smi"; "" for a backend of one
+// watchedBy records that the backend's source (its healthwatch.KindWatching or
+// KindUnwatched event's Name: "ras", "rocm-smi"; "" for a backend of one
 // source) watches the device, or why not. The device is watched while any
 // source watches it; Why lists the sources that do not, in their order.
 func (d *Device) watchedBy(source, whyNot string) {
@@ -123,7 +124,7 @@ func (w *HealthWatch) Start(b driver.Backend) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx = driver.WithCallTracker(ctx, tracker{w})
+	ctx = healthwatch.WithCallTracker(ctx, tracker{w})
 	done := make(chan struct{})
 	w.mu.Lock()
 	if w.canceled {
@@ -141,7 +142,7 @@ func (w *HealthWatch) Start(b driver.Backend) {
 	// Events the watch reports once told to stop are dropped: Stop may have
 	// abandoned it, and its record must not be overwritten by a call that
 	// returns later.
-	report := func(ev driver.HealthEvent) {
+	report := func(ev healthwatch.Event) {
 		w.events.RLock()
 		defer w.events.RUnlock()
 		if !w.stopped && ctx.Err() == nil {
@@ -254,10 +255,10 @@ func (w *HealthWatch) Abandoned() bool { return w.abandoned.Load() }
 func (w *HealthWatch) Devices() []Device { return *w.published.Load() }
 
 // apply applies one event of the backend's watch.
-func (w *HealthWatch) apply(ev driver.HealthEvent) {
+func (w *HealthWatch) apply(ev healthwatch.Event) {
 	valid := ev.Ordinal >= 0 && ev.Ordinal < w.n
-	if ev.Action == driver.HealthLose && valid {
-		source := map[driver.HealthKind]string{driver.HealthXid: "xid", driver.HealthECC: "ecc", driver.HealthRAS: "ras"}[ev.Kind]
+	if ev.Action == healthwatch.Lose && valid {
+		source := map[healthwatch.Kind]string{healthwatch.KindXid: "xid", healthwatch.KindECC: "ecc", healthwatch.KindRAS: "ras"}[ev.Kind]
 		if source == "" {
 			source = string(ev.Kind)
 		}
@@ -270,42 +271,42 @@ func (w *HealthWatch) apply(ev driver.HealthEvent) {
 			return
 		}
 		switch ev.Kind {
-		case driver.HealthWatching:
+		case healthwatch.KindWatching:
 			d.watchedBy(ev.Name, "")
 			d.WatchError = ""
-		case driver.HealthUnwatched:
+		case healthwatch.KindUnwatched:
 			d.watchedBy(ev.Name, ev.Message)
-		case driver.HealthRead:
+		case healthwatch.KindCounters:
 			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
 			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {
 				d.Hint = persistenceHint
 			}
-		case driver.HealthWatchError:
+		case healthwatch.KindWatchError:
 			d.WatchError = ev.Message
 			d.WatchErrors++
 		}
-		if ev.Action == driver.HealthCount || ev.Action == driver.HealthLose {
+		if ev.Action == healthwatch.Count || ev.Action == healthwatch.Lose {
 			if d.Counted == nil {
 				d.Counted = map[string]int64{}
 			}
 			n := int64(1)
-			if ev.Kind == driver.HealthRAS && ev.Code > 0 {
+			if ev.Kind == healthwatch.KindRAS && ev.Code > 0 {
 				n = int64(ev.Code) // a rise of the counter by Code errors
 			}
 			d.Counted[eventOp(ev)] += n
 		}
 	})
-	if ev.Action == driver.HealthCount && valid {
+	if ev.Action == healthwatch.Count && valid {
 		w.Count(ev.Ordinal)
 	}
 }
 
 // eventOp names an event's kind and code: "xid 79", "ecc uncorrected".
-func eventOp(ev driver.HealthEvent) string {
+func eventOp(ev healthwatch.Event) string {
 	switch ev.Kind {
-	case driver.HealthXid:
+	case healthwatch.KindXid:
 		return fmt.Sprintf("xid %d", ev.Code)
-	case driver.HealthECC, driver.HealthRAS:
+	case healthwatch.KindECC, healthwatch.KindRAS:
 		if ev.Name != "" {
 			return string(ev.Kind) + " " + ev.Name
 		}

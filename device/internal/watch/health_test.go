@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,9 +18,9 @@ import (
 // returns).
 type scripted struct {
 	noBackend
-	events  []driver.HealthEvent
+	events  []healthwatch.Event
 	stuck   chan struct{}
-	report  func(driver.HealthEvent)
+	report  func(healthwatch.Event)
 	started chan struct{}
 }
 
@@ -32,7 +33,7 @@ func (noBackend) DriverVersion() (int, error)     { return 1, nil }
 func (noBackend) Count() (int, error)             { return 2, nil }
 func (noBackend) Device(int) (driver.Info, error) { return driver.Info{}, nil }
 
-func (s *scripted) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
+func (s *scripted) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	s.report = report
 	for _, ev := range s.events {
 		report(ev)
@@ -49,11 +50,11 @@ func (s *scripted) WatchHealth(ctx context.Context, report func(driver.HealthEve
 func TestEventsLoseCountAndWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes atomic.Int32
-		b := &scripted{started: make(chan struct{}), events: []driver.HealthEvent{
-			{Ordinal: 0, Kind: driver.HealthWatching}, {Ordinal: 1, Kind: driver.HealthWatching},
-			{Ordinal: 1, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79, Name: "GPU_HAS_FALLEN_OFF_THE_BUS"},
-			{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthCount, Code: 13},
-			{Ordinal: 5, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79}, // no such device: ignored
+		b := &scripted{started: make(chan struct{}), events: []healthwatch.Event{
+			{Ordinal: 0, Kind: healthwatch.KindWatching}, {Ordinal: 1, Kind: healthwatch.KindWatching},
+			{Ordinal: 1, Kind: healthwatch.KindXid, Action: healthwatch.Lose, Code: 79, Name: "GPU_HAS_FALLEN_OFF_THE_BUS"},
+			{Ordinal: 0, Kind: healthwatch.KindXid, Action: healthwatch.Count, Code: 13},
+			{Ordinal: 5, Kind: healthwatch.KindXid, Action: healthwatch.Lose, Code: 79}, // no such device: ignored
 		}}
 		w := NewHealthWatch("sim", 2, func() { changes.Add(1) }, nil)
 		w.Start(b)
@@ -80,7 +81,7 @@ func TestEventsLoseCountAndWatch(t *testing.T) {
 func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &scripted{started: make(chan struct{}), stuck: make(chan struct{}),
-			events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
+			events: []healthwatch.Event{{Ordinal: 0, Kind: healthwatch.KindWatching}}}
 		w := NewHealthWatch("sim", 1, func() {}, nil)
 		w.Start(b)
 		<-b.started
@@ -91,7 +92,7 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 		d := w.Devices()[0]
 		assert.False(t, d.Watched)
 		assert.Contains(t, d.Why, "abandoned")
-		b.report(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79})
+		b.report(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindXid, Action: healthwatch.Lose, Code: 79})
 		assert.Empty(t, w.Losses(), "an event the abandoned watch reports later is dropped")
 		close(b.stuck)
 	})
@@ -102,7 +103,7 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 // starts nothing, so no watch runs for the rest of the process.
 func TestAWatchCanceledBeforeItStartsNeverRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &scripted{started: make(chan struct{}), events: []driver.HealthEvent{{Ordinal: 0, Kind: driver.HealthWatching}}}
+		b := &scripted{started: make(chan struct{}), events: []healthwatch.Event{{Ordinal: 0, Kind: healthwatch.KindWatching}}}
 		w := NewHealthWatch("sim", 1, func() {}, nil)
 		w.Cancel()
 		w.Start(b)

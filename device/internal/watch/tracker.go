@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // MaxMonitorDeadline bounds how long one of the health watch's driver calls
@@ -23,14 +23,14 @@ func monitorDeadline(callDeadline time.Duration) time.Duration {
 	return min(callDeadline, MaxMonitorDeadline)
 }
 
-// tracker is the driver.CallTracker the watch puts in its backend's
+// tracker is the healthwatch.CallTracker the watch puts in its backend's
 // context: each call arms a timer, which marks the call hung on its device
 // (all devices for ordinal -1) if the call has not ended by then; the call's
 // end disarms it, or, once hung, clears the mark. A timer uses no goroutine
 // while it waits, so the watch costs no CPU between calls.
 type tracker struct{ w *HealthWatch }
 
-var _ driver.CallTracker = tracker{}
+var _ healthwatch.CallTracker = tracker{}
 
 // Begin marks the start of call op on device ordinal, which may block by
 // design for waits before its deadline starts. Safe for concurrent use; it

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -83,9 +83,9 @@ type tracked struct {
 	release chan struct{}
 }
 
-func (b *tracked) WatchHealth(ctx context.Context, report func(driver.HealthEvent)) error {
-	report(driver.HealthEvent{Ordinal: -1, Kind: driver.HealthWatching})
-	end := driver.TrackCall(ctx, 0, "rsmi_event_notification_get")
+func (b *tracked) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
+	report(healthwatch.Event{Ordinal: -1, Kind: healthwatch.KindWatching})
+	end := healthwatch.TrackCall(ctx, 0, "rsmi_event_notification_get")
 	close(b.entered)
 	<-b.release // deaf to ctx, as a hung driver call is
 	end()

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 )
 
 // Level is how bad a condition is.
@@ -22,7 +22,7 @@ const (
 // event of that kind set it, and an event of that kind that informs or
 // recovers clears it.
 type Condition struct {
-	Kind    driver.HealthKind
+	Kind    healthwatch.Kind
 	Level   Level
 	Message string
 	Hint    string
@@ -43,34 +43,34 @@ type replaySample struct {
 }
 
 // verdictKinds are the kinds whose events set or clear a condition.
-var verdictKinds = map[driver.HealthKind]bool{
-	driver.HealthRecovery: true, driver.HealthRemap: true, driver.HealthFabric: true,
-	driver.HealthReset: true, driver.HealthRingHang: true,
+var verdictKinds = map[healthwatch.Kind]bool{
+	healthwatch.KindRecovery: true, healthwatch.KindRemap: true, healthwatch.KindFabric: true,
+	healthwatch.KindReset: true, healthwatch.KindRingHang: true,
 }
 
 // applyVerdict applies an event of the driver's own verdicts to d; it
 // reports whether ev was one.
-func applyVerdict(d *Device, ev driver.HealthEvent, now time.Time) bool {
-	if ev.Kind == driver.HealthReplay {
+func applyVerdict(d *Device, ev healthwatch.Event, now time.Time) bool {
+	if ev.Kind == healthwatch.KindReplay {
 		d.rateReplays(uint64(max(ev.Code, 0)), now)
 		return true
 	}
 	if !verdictKinds[ev.Kind] {
 		return false
 	}
-	if ev.Action == driver.HealthRecover && recoversLoss(d, ev) {
+	if ev.Action == healthwatch.Recover && recoversLoss(d, ev) {
 		d.Recovered = now
 	}
 	switch ev.Kind {
-	case driver.HealthRecovery:
+	case healthwatch.KindRecovery:
 		d.Recovery = ev.Recovery
-	case driver.HealthFabric:
+	case healthwatch.KindFabric:
 		d.Fabric = ev.Fabric
 	}
 	switch ev.Action {
-	case driver.HealthLose:
+	case healthwatch.Lose:
 		d.setCondition(Condition{Kind: ev.Kind, Level: Unhealthy, Message: ev.Message, Hint: ev.Hint, At: now})
-	case driver.HealthDegrade:
+	case healthwatch.Degrade:
 		d.setCondition(Condition{Kind: ev.Kind, Level: Degraded, Message: ev.Message, Hint: ev.Hint, At: now})
 	default: // Inform, or Recover: the kind's own verdict is healthy again
 		d.clearCondition(ev.Kind)
@@ -85,13 +85,13 @@ func applyVerdict(d *Device, ev driver.HealthEvent, now time.Time) bool {
 // reset or more. It reads d before ev is applied. A fabric healthy again (a
 // GPU lost to Xid 79 is lost still) or a drain that ended recovers only
 // its own condition.
-func recoversLoss(d *Device, ev driver.HealthEvent) bool {
+func recoversLoss(d *Device, ev healthwatch.Event) bool {
 	switch ev.Kind {
-	case driver.HealthReset, driver.HealthRemap:
+	case healthwatch.KindReset, healthwatch.KindRemap:
 		return true
-	case driver.HealthRecovery:
+	case healthwatch.KindRecovery:
 		switch d.Recovery {
-		case driver.RecoveryResetGPU, driver.RecoveryRebootNode, driver.RecoveryService:
+		case healthwatch.RecoveryResetGPU, healthwatch.RecoveryRebootNode, healthwatch.RecoveryService:
 			return true
 		}
 	}
@@ -109,7 +109,7 @@ func (d *Device) setCondition(c Condition) {
 }
 
 // clearCondition removes the condition of kind, if d has one.
-func (d *Device) clearCondition(kind driver.HealthKind) {
+func (d *Device) clearCondition(kind healthwatch.Kind) {
 	d.Conditions = slices.DeleteFunc(slices.Clone(d.Conditions), func(c Condition) bool { return c.Kind == kind })
 	if len(d.Conditions) == 0 {
 		d.Conditions = nil
@@ -138,10 +138,10 @@ func (d *Device) rateReplays(count uint64, now time.Time) {
 		d.ReplaysPerMinute = float64(count-ref.count) / span.Minutes()
 	}
 	if d.ReplaysPerMinute > ReplayStorm {
-		d.setCondition(Condition{Kind: driver.HealthReplay, Level: Degraded, At: now,
+		d.setCondition(Condition{Kind: healthwatch.KindReplay, Level: Degraded, At: now,
 			Message: fmt.Sprintf("%.1f PCIe replays a minute, above DCGM's threshold of %g: the link to the GPU is failing", d.ReplaysPerMinute, ReplayStorm),
 			Hint:    "reseat or replace the GPU or its riser, or check the slot's PCIe generation (lspci -vv: LnkSta); move work off it"})
 	} else {
-		d.clearCondition(driver.HealthReplay)
+		d.clearCondition(healthwatch.KindReplay)
 	}
 }

@@ -5,72 +5,72 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // ev is a verdict event on device 0.
-func ev(kind driver.HealthKind, action driver.HealthAction, msg string) driver.HealthEvent {
-	return driver.HealthEvent{Ordinal: 0, Kind: kind, Action: action, Message: msg}
+func ev(kind healthwatch.Kind, action healthwatch.Action, msg string) healthwatch.Event {
+	return healthwatch.Event{Ordinal: 0, Kind: kind, Action: action, Message: msg}
 }
 
 func TestTheDriversVerdictsSetAndClearConditionsByKind(t *testing.T) {
 	type want struct {
-		kinds    []driver.HealthKind // the conditions, most severe first
+		kinds    []healthwatch.Kind // the conditions, most severe first
 		lost     bool
-		recovery driver.RecoveryAction
+		recovery healthwatch.RecoveryAction
 		recover  bool // Recovered is set
 	}
-	recovery := func(a driver.RecoveryAction, action driver.HealthAction) driver.HealthEvent {
-		e := ev(driver.HealthRecovery, action, "recovery action "+a.String())
+	recovery := func(a healthwatch.RecoveryAction, action healthwatch.Action) healthwatch.Event {
+		e := ev(healthwatch.KindRecovery, action, "recovery action "+a.String())
 		e.Recovery = a
 		return e
 	}
-	xid79 := driver.HealthEvent{Ordinal: 0, Kind: driver.HealthXid, Action: driver.HealthLose, Code: 79, Message: "GPU has fallen off the bus"}
+	xid79 := healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindXid, Action: healthwatch.Lose, Code: 79, Message: "GPU has fallen off the bus"}
 	cases := []struct {
 		name   string
-		events []driver.HealthEvent
+		events []healthwatch.Event
 		want   want
 	}{
 		{"a pending remap degrades the device",
-			[]driver.HealthEvent{ev(driver.HealthRemap, driver.HealthDegrade, "pending")},
-			want{kinds: []driver.HealthKind{driver.HealthRemap}}},
+			[]healthwatch.Event{ev(healthwatch.KindRemap, healthwatch.Degrade, "pending")},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRemap}}},
 		{"a failed remap loses it",
-			[]driver.HealthEvent{ev(driver.HealthRemap, driver.HealthLose, "failed")},
-			want{kinds: []driver.HealthKind{driver.HealthRemap}, lost: true}},
+			[]healthwatch.Event{ev(healthwatch.KindRemap, healthwatch.Lose, "failed")},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRemap}, lost: true}},
 		{"a remap applied by a reset clears its condition and says recovered",
-			[]driver.HealthEvent{ev(driver.HealthRemap, driver.HealthDegrade, "pending"), ev(driver.HealthRemap, driver.HealthRecover, "applied")},
+			[]healthwatch.Event{ev(healthwatch.KindRemap, healthwatch.Degrade, "pending"), ev(healthwatch.KindRemap, healthwatch.Recover, "applied")},
 			want{recover: true}},
 		{"a recovery action of reset loses the device and keeps the action",
-			[]driver.HealthEvent{recovery(driver.RecoveryNone, driver.HealthInform), recovery(driver.RecoveryResetGPU, driver.HealthLose)},
-			want{kinds: []driver.HealthKind{driver.HealthRecovery}, lost: true, recovery: driver.RecoveryResetGPU}},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryNone, healthwatch.Inform), recovery(healthwatch.RecoveryResetGPU, healthwatch.Lose)},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRecovery}, lost: true, recovery: healthwatch.RecoveryResetGPU}},
 		{"a drain degrades",
-			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade)},
-			want{kinds: []driver.HealthKind{driver.HealthRecovery}, recovery: driver.RecoveryDrain}},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryDrain, healthwatch.Degrade)},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRecovery}, recovery: healthwatch.RecoveryDrain}},
 		{"the action back to none after a reset recovers, but the loss stays",
-			[]driver.HealthEvent{recovery(driver.RecoveryResetGPU, driver.HealthLose), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			want{lost: true, recovery: driver.RecoveryNone, recover: true}},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryResetGPU, healthwatch.Lose), recovery(healthwatch.RecoveryNone, healthwatch.Recover)},
+			want{lost: true, recovery: healthwatch.RecoveryNone, recover: true}},
 		{"a drain that ended clears its condition but recovers no loss",
-			[]driver.HealthEvent{recovery(driver.RecoveryDrain, driver.HealthDegrade), recovery(driver.RecoveryNone, driver.HealthRecover)},
-			want{recovery: driver.RecoveryNone}},
+			[]healthwatch.Event{recovery(healthwatch.RecoveryDrain, healthwatch.Degrade), recovery(healthwatch.RecoveryNone, healthwatch.Recover)},
+			want{recovery: healthwatch.RecoveryNone}},
 		{"a fabric healthy again after an Xid 79 recovers the fabric, not the loss",
-			[]driver.HealthEvent{xid79, ev(driver.HealthFabric, driver.HealthDegrade, "limited"), ev(driver.HealthFabric, driver.HealthRecover, "healthy")},
+			[]healthwatch.Event{xid79, ev(healthwatch.KindFabric, healthwatch.Degrade, "limited"), ev(healthwatch.KindFabric, healthwatch.Recover, "healthy")},
 			want{lost: true}},
 		{"AMD's post-reset event after its pre-reset one recovers",
-			[]driver.HealthEvent{ev(driver.HealthReset, driver.HealthLose, "pre-reset"), ev(driver.HealthReset, driver.HealthRecover, "post-reset")},
+			[]healthwatch.Event{ev(healthwatch.KindReset, healthwatch.Lose, "pre-reset"), ev(healthwatch.KindReset, healthwatch.Recover, "post-reset")},
 			want{lost: true, recover: true}},
 		{"a post-reset event alone still says the GPU was reset",
-			[]driver.HealthEvent{xid79, ev(driver.HealthReset, driver.HealthRecover, "post-reset")},
+			[]healthwatch.Event{xid79, ev(healthwatch.KindReset, healthwatch.Recover, "post-reset")},
 			want{lost: true, recover: true}},
 		{"the most severe condition comes first",
-			[]driver.HealthEvent{ev(driver.HealthFabric, driver.HealthDegrade, "limited"), ev(driver.HealthRingHang, driver.HealthLose, "gfx ring")},
-			want{kinds: []driver.HealthKind{driver.HealthRingHang, driver.HealthFabric}, lost: true}},
+			[]healthwatch.Event{ev(healthwatch.KindFabric, healthwatch.Degrade, "limited"), ev(healthwatch.KindRingHang, healthwatch.Lose, "gfx ring")},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRingHang, healthwatch.KindFabric}, lost: true}},
 		{"an informing event of a kind clears that kind only",
-			[]driver.HealthEvent{ev(driver.HealthFabric, driver.HealthDegrade, "limited"), ev(driver.HealthRemap, driver.HealthDegrade, "pending"), ev(driver.HealthFabric, driver.HealthInform, "healthy")},
-			want{kinds: []driver.HealthKind{driver.HealthRemap}}},
+			[]healthwatch.Event{ev(healthwatch.KindFabric, healthwatch.Degrade, "limited"), ev(healthwatch.KindRemap, healthwatch.Degrade, "pending"), ev(healthwatch.KindFabric, healthwatch.Inform, "healthy")},
+			want{kinds: []healthwatch.Kind{healthwatch.KindRemap}}},
 		{"counted events set no condition",
-			[]driver.HealthEvent{ev(driver.HealthVMFault, driver.HealthCount, "fault"), ev(driver.HealthThermal, driver.HealthCount, "throttle")},
+			[]healthwatch.Event{ev(healthwatch.KindVMFault, healthwatch.Count, "fault"), ev(healthwatch.KindThermal, healthwatch.Count, "throttle")},
 			want{}},
 	}
 	for _, c := range cases {
@@ -80,7 +80,7 @@ func TestTheDriversVerdictsSetAndClearConditionsByKind(t *testing.T) {
 				w.apply(e)
 			}
 			d := w.Devices()[0]
-			var kinds []driver.HealthKind
+			var kinds []healthwatch.Kind
 			for _, cond := range d.Conditions {
 				kinds = append(kinds, cond.Kind)
 			}
@@ -119,7 +119,7 @@ func TestTheReplayRateDegradesAboveEightAMinuteAndClearsBelow(t *testing.T) {
 					if i > 0 {
 						time.Sleep(30 * time.Second)
 					}
-					w.apply(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthReplay, Code: n})
+					w.apply(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindReplay, Code: n})
 				}
 				d := w.Devices()[0]
 				assert.InDelta(t, c.rate, d.ReplaysPerMinute, 0.01)
@@ -138,26 +138,26 @@ func TestTheReplayRateDegradesAboveEightAMinuteAndClearsBelow(t *testing.T) {
 }
 
 func TestADeviceIsWatchedWhileAnyOfItsSourcesWatchesIt(t *testing.T) {
-	watching := func(src string) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 0, Kind: driver.HealthWatching, Name: src}
+	watching := func(src string) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindWatching, Name: src}
 	}
-	unwatched := func(src, why string) driver.HealthEvent {
-		return driver.HealthEvent{Ordinal: 0, Kind: driver.HealthUnwatched, Name: src, Message: why}
+	unwatched := func(src, why string) healthwatch.Event {
+		return healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindUnwatched, Name: src, Message: why}
 	}
 	cases := []struct {
 		name    string
-		events  []driver.HealthEvent
+		events  []healthwatch.Event
 		watched bool
 		why     string
 	}{
-		{"one source of one backend", []driver.HealthEvent{watching("")}, true, ""},
+		{"one source of one backend", []healthwatch.Event{watching("")}, true, ""},
 		{"events unknown, RAS read: watched, and says which is not",
-			[]driver.HealthEvent{unwatched("rocm-smi", "no librocm_smi64"), watching("ras")}, true, "no librocm_smi64"},
+			[]healthwatch.Event{unwatched("rocm-smi", "no librocm_smi64"), watching("ras")}, true, "no librocm_smi64"},
 		{"RAS reported last cannot hide the events' watch",
-			[]driver.HealthEvent{watching("rocm-smi"), unwatched("ras", "no RAS counters")}, true, "no RAS counters"},
+			[]healthwatch.Event{watching("rocm-smi"), unwatched("ras", "no RAS counters")}, true, "no RAS counters"},
 		{"neither: unknown, both reasons",
-			[]driver.HealthEvent{unwatched("rocm-smi", "no librocm_smi64"), unwatched("ras", "no RAS counters")}, false, "no RAS counters; no librocm_smi64"},
-		{"a source that starts watching later", []driver.HealthEvent{unwatched("rocm-smi", "init failed"), watching("rocm-smi")}, true, ""},
+			[]healthwatch.Event{unwatched("rocm-smi", "no librocm_smi64"), unwatched("ras", "no RAS counters")}, false, "no RAS counters; no librocm_smi64"},
+		{"a source that starts watching later", []healthwatch.Event{unwatched("rocm-smi", "init failed"), watching("rocm-smi")}, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
-	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/gpuinit/gpuinit/dra/internal/kubelettest"
@@ -30,7 +30,7 @@ func sims(t *testing.T) (*sim.Backend, *device.Runtime) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, rt.Init(ctx))
-	for s := rt.Stats(); len(s.Health) < 2 || s.Health[0].Verdict != driver.VerdictHealthy || s.Health[1].Verdict != driver.VerdictHealthy; s = rt.Stats() {
+	for s := rt.Stats(); len(s.Health) < 2 || s.Health[0].Verdict != healthwatch.VerdictHealthy || s.Health[1].Verdict != healthwatch.VerdictHealthy; s = rt.Stats() {
 		select {
 		case <-s.Changed:
 		case <-ctx.Done():
@@ -142,7 +142,7 @@ func TestPluginPublishesAndServesTheGPUs(t *testing.T) {
 // with the reason in the message.
 func TestPluginTaintsADegradedGPUNoSchedule(t *testing.T) {
 	r := startPlugin(t)
-	r.gpus.InjectHealthEvent(driver.HealthEvent{Ordinal: 0, Kind: driver.HealthRemap, Action: driver.HealthDegrade,
+	r.gpus.InjectHealthEvent(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindRemap, Action: healthwatch.Degrade,
 		Message: "a row remap is pending: reset the GPU to apply it", At: time.Now()})
 	awaitSlice(t, r.slices, map[string][]resourceapi.DeviceTaint{gpu1: nil, gpu0: {{Key: drahealth.TaintKey, Value: "degraded",
 		Effect: resourceapi.DeviceTaintEffectNoSchedule}}})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/driver/healthwatch"
 	"github.com/gpuinit/gpuinit/dra/drahealth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ type unhealthyAll []device.Info
 func (u unhealthyAll) Health() drahealth.Snapshot {
 	var s drahealth.Snapshot
 	for _, d := range u {
-		s.Devices = append(s.Devices, drahealth.State{Ordinal: d.Ordinal, Verdict: driver.VerdictUnhealthy})
+		s.Devices = append(s.Devices, drahealth.State{Ordinal: d.Ordinal, Verdict: healthwatch.VerdictUnhealthy})
 	}
 	return s
 }

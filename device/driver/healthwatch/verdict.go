@@ -1,4 +1,4 @@
-package driver
+package healthwatch
 
 import (
 	"fmt"
@@ -68,9 +68,9 @@ func (v *Verdict) UnmarshalText(text []byte) error {
 // state, the replay rate, the fabric, a reset in progress, and an AMD ring
 // hang.
 type Condition struct {
-	Kind    HealthKind `json:"kind"`
-	Verdict Verdict    `json:"verdict"`
-	Message string     `json:"message"`        // what the driver said, in words
-	Hint    string     `json:"hint,omitempty"` // what to do about it
-	At      time.Time  `json:"at"`             // when the event that set it came
+	Kind    Kind      `json:"kind"`
+	Verdict Verdict   `json:"verdict"`
+	Message string    `json:"message"`        // what the driver said, in words
+	Hint    string    `json:"hint,omitempty"` // what to do about it
+	At      time.Time `json:"at"`             // when the event that set it came
 }
