@@ -1,11 +1,17 @@
 package device
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/watch"
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // DefaultCallDeadline is how long a call into a device's driver may run
@@ -103,4 +109,207 @@ func (r *Runtime) watched(ordinal int, op *string, fn func() error) error {
 	s := w.Begin(ordinal, op)
 	defer w.End(s)
 	return fn()
+}
+
+// Do initializes on first use, then runs fn on a locked OS thread with
+// device ordinal current. Afterwards it restores the thread's previous
+// device or context, even if fn panics. The panic goes on after the
+// restore. Do is for a server's own cgo engines, whose calls use the
+// thread's current device. fn must not start goroutines that expect it.
+//
+// For CUDA the device's primary context is made current. It is retained
+// once, at the first Do or generator for the device, and kept for the life
+// of the process. The CUDA runtime (cudart, and cuBLAS or llama.cpp on top
+// of it) shares that primary context with the driver API. So what fn does
+// through them lands in the same context. A backend without devices to make
+// current (sim) runs fn on the locked thread. A backend that does not
+// implement [driver.DeviceRunner] gets an error wrapping [ErrNotSupported].
+//
+// fn runs under the call deadline ([Runtime.SetCallDeadline]). Past it, the
+// device is lost as hung ([driver.ErrDeviceHung]) and readiness fails. Later
+// calls on the device are refused at once with its [LostDevice]. fn itself
+// goes on, since a driver call cannot be interrupted. A Do on a lost device
+// returns its LostDevice without running fn.
+// A nil ctx panics, naming Do.
+func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
+	nilContext(ctx, "Do")
+	if err := r.Init(ctx); err != nil {
+		return err
+	}
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return err
+	}
+	dr, ok := driver.Capability[driver.DeviceRunner](r.Backend())
+	if !ok {
+		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
+	}
+	return r.watched(ordinal, &opDo, func() error { return dr.Do(ordinal, fn) })
+}
+
+// NewGenerator initializes on first use and creates device ordinal's Philox
+// generator. It goes through the backend's [driver.GeneratorBackend]; rng's
+// Generators use it. A backend without generators gets an error wrapping
+// [ErrNotSupported].
+//
+// Every call on the generator runs under the call deadline, as Do's
+// function does. Past it, the device is lost as hung. On a lost device the
+// calls are refused with its [LostDevice], Close included. Close then leaves
+// the generator to the process's end rather than call a driver that may not
+// return. Like the backend's, the generator is not safe for concurrent use.
+// A nil ctx panics, naming NewGenerator.
+func (r *Runtime) NewGenerator(ctx context.Context, ordinal int) (driver.Generator, error) {
+	nilContext(ctx, "NewGenerator")
+	if err := r.Init(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return nil, err
+	}
+	gb, ok := driver.Capability[driver.GeneratorBackend](r.Backend())
+	if !ok {
+		return nil, fmt.Errorf("%w: backend %s has no device generators", ErrNotSupported, r.Name())
+	}
+	var g driver.Generator
+	err := r.watched(ordinal, &opNewGen, func() (err error) {
+		g, err = gb.NewGenerator(ordinal)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &watchedGenerator{r: r, ordinal: ordinal, g: g}, nil
+}
+
+// watchedGenerator is a backend's generator whose calls the Runtime watches.
+type watchedGenerator struct {
+	r       *Runtime
+	ordinal int
+	g       driver.Generator
+}
+
+func (w *watchedGenerator) SetSeed(seed uint64) error {
+	return w.r.watched(w.ordinal, &opSetSeed, func() error { return w.g.SetSeed(seed) })
+}
+
+func (w *watchedGenerator) SetOffset(offset uint64) error {
+	return w.r.watched(w.ordinal, &opSetOffset, func() error { return w.g.SetOffset(offset) })
+}
+
+func (w *watchedGenerator) Generate(dst []uint32) error {
+	return w.r.watched(w.ordinal, &opGenerate, func() error { return w.g.Generate(dst) })
+}
+
+func (w *watchedGenerator) Close() error {
+	return w.r.watched(w.ordinal, &opCloseGen, w.g.Close)
+}
+
+var opCanary = "canary"
+
+// Canary proves that device ordinal still does work. It makes a round trip
+// through the driver: allocate 4 bytes, set them on the device, copy them
+// back, free them. The round trip runs under the call deadline, like any
+// call after init.
+//
+// A sticky failure, or a pattern that comes back wrong, loses the device
+// ([LossCanary]). Any other failure is counted against it. A lost device's
+// Canary returns its [LostDevice] at once. Where the backend has no canary,
+// Canary returns an error wrapping [ErrNotSupported]. One canary runs per
+// device at a time; another call meanwhile fails at once.
+//
+// The Runtime initializes first if needed, waiting no longer than ctx.
+// Canary waits for the round trip no longer than ctx either. A call that
+// hangs goes on in the driver, and the call deadline loses its device.
+// A nil ctx panics, naming Canary.
+func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
+	nilContext(ctx, "Canary")
+	if err := r.Init(ctx); err != nil {
+		return err
+	}
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return err
+	}
+	cr, ok := driver.Capability[driver.CanaryRunner](r.Backend())
+	if !ok {
+		return fmt.Errorf("%w: backend %s has no canary", ErrNotSupported, r.Name())
+	}
+	if lost, ok := r.findLost(ordinal); ok {
+		return lost
+	}
+	// One round trip per device at a time: a canary stuck in the driver is
+	// not joined by another each period.
+	if since, busy := r.canaries.LoadOrStore(ordinal, time.Now()); busy {
+		return fmt.Errorf("device: the canary on device %d started at %s is still running", ordinal, since.(time.Time).Format(time.RFC3339Nano))
+	}
+	done := make(chan error, 1) // the round trip may outlive the wait
+	go func() {
+		defer r.canaries.Delete(ordinal)
+		done <- r.watched(ordinal, &opCanary, func() error { return cr.Canary(ordinal) })
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("device: the canary on device %d is still running: %w", ordinal, context.Cause(ctx))
+	}
+	var lost LostDevice
+	var de *DriverError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &lost):
+		return err
+	case errors.As(err, &de) && de.Sticky:
+		return r.lose(ordinal, LossCanary, de)
+	}
+	r.count(ordinal)
+	return err
+}
+
+// maxFailedCalls bounds the queued calls' failures a Runtime keeps. It keeps
+// the first ones, which say the most, and counts the rest.
+const maxFailedCalls = 16
+
+// failedCalls are the failures of calls queued before initialization. Each
+// is its own call's (see LazyCall). They are published for Stats without a
+// lock.
+type failedCalls struct {
+	mu      sync.Mutex // serializes add
+	kept    atomic.Pointer[[]*lazy.DeferredError]
+	dropped atomic.Int64
+}
+
+// add records one failure. lazy calls it on the initialization's goroutine.
+func (f *failedCalls) add(d *lazy.DeferredError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	if len(kept) == maxFailedCalls {
+		f.dropped.Add(1)
+		return
+	}
+	next := append(kept[:len(kept):len(kept)], d)
+	f.kept.Store(&next)
+}
+
+// snapshot is what add has kept, shared, and how many more failed.
+func (f *failedCalls) snapshot() ([]*lazy.DeferredError, int) {
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	return kept, int(f.dropped.Load())
+}
+
+// queuedCallFailed records a queued call's failure, and logs it with the
+// call site through the Runtime's logger: its caller was never told, since
+// LazyCall had returned nil when it queued it. lazy calls it on the
+// initialization's goroutine.
+func (r *Runtime) queuedCallFailed(d *lazy.DeferredError) {
+	r.failedCalls.add(d)
+	slog.New(runtimeHandler{r}).LogAttrs(context.Background(), slog.LevelWarn,
+		"gpuinit: a call queued before initialization failed when it ran; the initialization and the other calls went on",
+		slog.String("backend", r.Name()), slog.String("site", d.Site), slog.Any("err", d.Err))
 }
