@@ -269,3 +269,128 @@ var shippedPackages = map[string]string{
 	"hip":  "github.com/gpuinit/gpuinit/device/hip",
 	"sim":  "github.com/gpuinit/gpuinit/device/sim",
 }
+
+// opening is one backend's Open call. done closes when it returns. A failed
+// opening is forgotten once done, so that a later open tries again.
+type opening struct {
+	done chan struct{}
+	b    driver.Backend
+	err  error
+}
+
+// openBackend returns the registry's instance of reg's backend. It calls
+// the backend's Open at most once at a time, and never with a lock held.
+// Concurrent callers wait on a channel for the call in flight. A success is
+// kept for the registry's life. A failure is returned to the callers that
+// waited for it, then forgotten.
+func (g *Registry) openBackend(reg driver.Registration) (driver.Backend, error) {
+	if reg.Open == nil {
+		return nil, g.notCompiled(reg.Name, reg, true, false)
+	}
+	g.mu.Lock()
+	o := g.opened[reg.Name]
+	if o == nil {
+		o = &opening{done: make(chan struct{})}
+		if g.opened == nil {
+			g.opened = map[string]*opening{}
+		}
+		g.opened[reg.Name] = o
+		g.mu.Unlock()
+		g.finishOpening(reg, o)
+	} else {
+		g.mu.Unlock()
+	}
+	<-o.done
+	return o.b, o.err
+}
+
+// finishOpening calls reg.Open and releases o's waiters whatever happens,
+// runtime.Goexit included. After a Goexit, the deferred code sees o.err
+// still set to the error that says so.
+func (g *Registry) finishOpening(reg driver.Registration, o *opening) {
+	defer func() {
+		g.mu.Lock()
+		if o.err != nil {
+			delete(g.opened, reg.Name)
+		}
+		close(o.done)
+		g.mu.Unlock()
+	}()
+	o.err = fmt.Errorf("device: opening backend %s: its Open called runtime.Goexit", reg.Name)
+	o.b, o.err = callOpen(reg)
+}
+
+// callOpen calls a registration's Open. It turns a panic or a nil backend
+// into an error, so that waiters are always released.
+func callOpen(reg driver.Registration) (b driver.Backend, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b, err = nil, fmt.Errorf("device: opening backend %s: its Open panicked: %v", reg.Name, v)
+		}
+	}()
+	b, err = reg.Open()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("device: opening backend %s: %w", reg.Name, err)
+	case b == nil:
+		return nil, fmt.Errorf("device: opening backend %s: its Open returned no backend and no error", reg.Name)
+	}
+	return b, nil
+}
+
+// runtimeTable is which Runtime each name gets from one registry's Open. It
+// is the first made for the name, kept until it shuts down. Auto's Runtime
+// also becomes the chosen backend's once it has chosen, unless that name has
+// one already.
+//
+// That is the one way a registry ends up with two Runtimes over one backend.
+// Open("cuda") before auto's first Init has chosen, or while it chooses,
+// gets a Runtime of its own. Open must not wait for a choice that may take
+// as long as a driver's init. Auto must stay free to try hip after cuda. If
+// auto then chooses cuda, the two share the backend, whose driver is
+// initialized once per process. But each keeps its own queue, devices and
+// reports. To have one Runtime, Open by name after the choice, or open ""
+// everywhere.
+type runtimeTable struct {
+	mu     sync.Mutex // protects byName
+	byName map[string]*Runtime
+}
+
+// get returns name's Runtime, or nil.
+func (t *runtimeTable) get(name string) *Runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byName[name]
+}
+
+// add gives name the Runtime r, unless another Open gave it one meanwhile,
+// or r is closed. It returns the Runtime name has now. Shutdown marks r
+// closed before forget takes the lock, so a closed Runtime is never added
+// back after forget.
+func (t *runtimeTable) add(name string, r *Runtime) *Runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if have := t.byName[name]; have != nil {
+		return have
+	}
+	if r.closed() {
+		return r
+	}
+	if t.byName == nil {
+		t.byName = map[string]*Runtime{}
+	}
+	t.byName[name] = r
+	return r
+}
+
+// forget removes r from every name it has. The next Open of the name makes a
+// fresh Runtime, so a Runtime that was shut down is never handed out again.
+func (t *runtimeTable) forget(r *Runtime) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, have := range t.byName {
+		if have == r {
+			delete(t.byName, name)
+		}
+	}
+}
