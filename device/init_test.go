@@ -28,7 +28,7 @@ func TestInitCallsBackendOnceAndMemoizesFailure(t *testing.T) {
 	c := &devicetest.Counting{Backend: sim.New(sim.WithFailure(sim.NoDevice))}
 	r := device.New(c)
 	ctx := context.Background()
-	site := fmt.Sprintf("lifecycle_test.go:%d", lineOfNext())
+	site := fmt.Sprintf("init_test.go:%d", lineOfNext())
 	require.NoError(t, r.LazyCall(ctx, func(context.Context) error { t.Error("queued call ran"); return nil }))
 
 	for range 3 {

@@ -3,6 +3,8 @@ package device
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -215,4 +217,25 @@ func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	if !r.closed() {
 		w.Start(b)
 	}
+}
+
+// settings is what a Runtime is told before its first Init. That is the
+// driver floors (RequireDriverVersion) and the preflight (UsePreflight).
+type settings struct {
+	mu        sync.Mutex // protects following fields
+	floors    map[string]int
+	preflight *Preflight // nil: off, unless GPUINIT_PREFLIGHT says on
+	read      bool       // initialization has read them: too late to change
+}
+
+// readSettings returns the floors by backend name and the preflight, with
+// GPUINIT_PREFLIGHT applied. It marks them read. A later
+// RequireDriverVersion or UsePreflight then fails instead of being ignored.
+func (r *Runtime) readSettings() (floors map[string]int, preflight *Preflight, err error) {
+	r.settings.mu.Lock()
+	r.settings.read = true
+	floors, preflight = maps.Clone(r.settings.floors), r.settings.preflight
+	r.settings.mu.Unlock()
+	preflight, err = preflightFromEnv(preflight)
+	return floors, preflight, err
 }
