@@ -112,6 +112,77 @@ func (b BringUp) summary() string {
 	return s
 }
 
+// bringUpFirst is initialize's work, until a candidate is up or none is.
+func (r *Runtime) bringUpFirst(ctx context.Context) error {
+	b := r.moveTo(BringUp{}, "", "")
+	floors, preflight, err := r.readSettings()
+	if err != nil {
+		return &classified{err: err, class: NeedsOperator}
+	}
+	seen := readVisibility()
+	r.visibility.Store(&seen)
+	b.Preflight = preflight != nil
+	start := time.Now()
+	var backoff time.Duration
+	if preflight != nil {
+		backoff = preflight.Backoff
+	}
+	failures := map[string]error{}
+	pending := r.candidates
+	for {
+		var retry []driver.Registration
+		for _, reg := range pending {
+			var inChild bool
+			var c *choice
+			var devices []Info
+			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
+			if err == nil && r.closed() {
+				// The driver's init in this process outlasted Shutdown: start nothing.
+				err = ErrClosed
+			}
+			if errors.Is(err, ErrClosed) {
+				r.moveTo(b, "", "")
+				return ErrClosed
+			}
+			if err == nil {
+				delete(failures, reg.Name) // an earlier attempt's not-yet failure is moot now
+				r.devices.Store(&devices)
+				r.chosen.Store(c)
+				r.watchAfterInit(c.backend, len(devices))
+				if r.auto {
+					r.registry.runtimes.add(reg.Name, r)
+					r.notePresentVendors(reg.Name, failures)
+				}
+				r.moveTo(b, PhaseQueued, reg.Name)
+				return nil
+			}
+			err = classify(reg, err)
+			failures[reg.Name] = err
+			b.LastErr, b.LastClass = err, ClassOf(err)
+			if r.auto {
+				r.storePassedOver(failures)
+			}
+			if inChild && b.LastClass == NotYet {
+				retry = append(retry, reg)
+			}
+		}
+		// Only a child's failure is retried, so preflight is on here.
+		if len(retry) == 0 || time.Since(start)+backoff > preflight.RetryFor {
+			r.moveTo(b, "", "")
+			return r.finalError(failures, retry, b.Attempts, time.Since(start), preflight)
+		}
+		b.Next = time.Now().Add(backoff)
+		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
+		retryWait(ctx, backoff)
+		if r.closed() {
+			return ErrClosed
+		}
+		b.Next = time.Time{}
+		backoff = min(2*backoff, preflight.MaxBackoff)
+		pending = retry
+	}
+}
+
 // tryCandidate brings reg's backend up. It goes through a preflight child
 // first when preflight is on and the driver is not initialized in this
 // process already. Then it brings the backend up in-process. inChild reports
