@@ -317,3 +317,53 @@ func TestTheCheckFindsAMissingName(t *testing.T) {
 		assert.Equal(t, tc.missing, check(pkgs, m[1], m[2]), tc.ref)
 	}
 }
+
+// ownLink matches a doc link to a name of the comment's own package, and
+// the members written after it: [Runtime.Memory], [Stats].PassedOver,
+// [*InitError].
+var ownLink = regexp.MustCompile(`\[\*?([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*)\]((?:\.[A-Z][A-Za-z0-9_]*)*)`)
+
+// TestTheDocLinksToTheirOwnPackageExist: a doc comment's links to names of
+// its own package ([Runtime.Memory], [Stats].PassedOver) are names the
+// package has, in every package the docs name with a qualifier.
+func TestTheDocLinksToTheirOwnPackageExist(t *testing.T) {
+	pkgs := packages(t)
+	byDir := map[string]string{}
+	for q, where := range qualifiers {
+		if where.typ == "" {
+			byDir[filepath.Join(root, where.dir)] = q
+		}
+	}
+	for path, text := range comments(t) {
+		q, ok := byDir[filepath.Dir(path)]
+		if !ok {
+			continue
+		}
+		var missing []string
+		for _, m := range ownLink.FindAllStringSubmatch(text, -1) {
+			if bad := check(pkgs, q, "."+m[1]+m[2]); bad != "" && !slices.Contains(missing, bad) {
+				missing = append(missing, bad)
+			}
+		}
+		assert.Empty(t, missing, "%s's doc links name these, which package %s has not", path, q)
+	}
+}
+
+// TestTheOwnLinkCheckFindsAMissingName: the check is shown to catch a link
+// to a name, or a member after it, that is not there.
+func TestTheOwnLinkCheckFindsAMissingName(t *testing.T) {
+	pkgs := packages(t)
+	for _, tc := range []struct{ q, text, missing string }{
+		{"device", "[Runtime.Memory]", ""},
+		{"device", "[Stats].PassedOver", ""},
+		{"device", "[Stats].PassedOverX", "device.Stats.PassedOverX"},
+		{"device", "[Runtime.Nope]", "device.Runtime.Nope"},
+		{"lazy", "[*InitError]", ""},
+		{"lazy", "[*InitErr]", "lazy.InitErr"},
+		{"health", "[Health.Mount]", ""},
+	} {
+		m := ownLink.FindStringSubmatch(tc.text)
+		require.NotNil(t, m, tc.text)
+		assert.Equal(t, tc.missing, check(pkgs, tc.q, "."+m[1]+m[2]), tc.text)
+	}
+}
