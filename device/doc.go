@@ -51,7 +51,7 @@
 // to the process, or every GPU hidden on purpose. A broken driver, a typo in a
 // setting, or a GPU not ready yet is never served around on the CPU. The
 // server stays unready with the reason. The class says whether to wait or to
-// call an operator; README.md's section "Failure classes" has the table.
+// call an operator; the section "Failure classes" below lists them.
 //
 // A setting that cannot be used is an error where it is read, never a silent
 // default. Open checks every GPUINIT_* variable that is set, a misspelt name
@@ -59,6 +59,68 @@
 // [ErrBadSetting] that names the variable. [Runtime.UsePreflight] checks
 // GPUINIT_PREFLIGHT too. README.md lists the variables, from the code's one
 // table of them ([Registry.Settings]).
+//
+// # The preflight
+//
+// A driver can hang in cuInit, or crash the process. It hangs on a GPU fallen
+// off the bus, in confidential-computing mode, or with a ROCm 6 kernel driver
+// under ROCm 7 libraries. And CUDA cannot retry cuInit in a process where it
+// failed. [Runtime.UsePreflight] guards against both. Each candidate
+// backend's init and device query then run first in a child process. The
+// Runtime initializes the driver in its own process only after a child
+// succeeded. GPUINIT_PREFLIGHT (on, off, or a deadline such as 30s) overrides
+// only what it names. A deadline replaces [Preflight].Deadline, and off turns
+// the preflight off. The code's other settings stand.
+//
+// The child is the server's own executable, started again with
+// GPUINIT_PREFLIGHT_CHILD. It reports on a pipe of its own, file descriptor 3,
+// never on stdout. It runs with GOMAXPROCS=1: its work is one goroutine's, and
+// a Go runtime with one P starts faster. Importing package backends is all a
+// server needs. Its init calls [ServePreflight], which does the check and
+// exits. So the child runs package initialization only, never main. A server
+// that registers its backends otherwise calls ServePreflight first in main.
+// [Preflight].Command names another program that serves it, as gpuprobe does.
+// A default child that would not serve it is refused. The default child is
+// exec'd through /proc/self/exe. So it is the running binary, even after a
+// rolling upgrade removed or replaced the file it was started from.
+//
+// The child serves the backends that init functions register with
+// [DefaultRegistry]. A backend the parent has and the child lacks gets "not
+// compiled" from the child. That is one in a [Registry] of the program's own,
+// or one registered in main. The parent refuses that answer as the truth
+// about the host, and fails needs-operator. The error says to register the
+// backend from an init function, or to name a program that has it in
+// Preflight.Command. It never reports "no GPU here" for it.
+//
+// A child that hangs past its deadline (30 s by default) gets SIGQUIT, so
+// that its stacks name the driver call (cuInit). Then it gets SIGKILL. The
+// error wraps [driver.ErrInitHung] and carries the stacks. A child stuck in
+// the kernel, which SIGKILL cannot end, is reported as such and never waited
+// for. A crash is a signal: a fault or an abort in the driver's C code. Its
+// error names the signal and the driver call it came in ("crashed with
+// SIGSEGV, in cuInit"), and it is not-yet. A Go panic in the child is
+// needs-operator, never retried: a fresh child runs the same code into the
+// same panic. The panic may be in a backend's Go code, or in a package init
+// the child runs. The error names its "panic:" line and the frame that
+// panicked, the file as -trimpath prints it:
+//
+//	panicked in sim.(*Backend).Init at github.com/gpuinit/gpuinit/device/sim/sim.go:188: panic: ...
+//
+// Children die with the server, even when it is killed with SIGKILL.
+//
+// A not-yet failure is retried in a fresh child, 1 s doubling to 30 s, for 5
+// minutes by default ([Preflight].RetryFor). [Stats].BringUp says where it
+// stands: the phase, the attempts, the last error and its class, and the next
+// attempt. /gpuinit/status and gpuprobe show it. A backend whose driver the
+// process has initialized already gets no child: there is nothing left to
+// protect. That driver may be another Runtime's, or a cgo engine's libcuda,
+// seen without loading anything.
+//
+// The child's init runs once more than without the preflight. The example
+// server's package doc (examples/server) gives the cost, measured over a fake
+// libcuda. On a real GPU the child's init costs what an in-process one does:
+// 1–3 s per GPU without persistence mode. Turn persistence mode on
+// (nvidia-smi -pm 1) on hosts that use it.
 //
 // # Queued calls and re-entry
 //
@@ -257,6 +319,49 @@
 // that Shutdown ended is ErrClosed, with no class, whatever the backend made
 // of its ended context. Stats still answers afterwards, with the devices it
 // knew. Open of the name gives a fresh Runtime, never the closed one.
+//
+// # Failure classes
+//
+// Every initialization failure has one [Class], from one table in this
+// package. The first row that matches decides. [ClassOf] gives it, and
+// [FallBackToCPU] is true for no-gpu alone. Health checks decide by it, and
+// gpuprobe's labels and metrics carry it. The table, row by row:
+//   - no-gpu: the backend is not in this binary (its package not imported, or built without cgo)
+//   - needs-operator: a library file the user named (GPUINIT_CUDA_LIBRARY, GPUINIT_HIP_LIBRARY…)
+//     that is not there, does not load, or is a second copy beside one loaded; a library found
+//     whose dependency is missing
+//   - no-gpu: no driver library, or only the toolkit's link stub (CUDA 34)
+//   - no-gpu: a library that lacks a function the backend needs (dlsym), or answers what no driver
+//     does
+//   - no-gpu: a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)
+//   - not-yet: the system is not ready yet (CUDA 802: the fabric manager still starting)
+//   - no-gpu: no device, and a visibility setting leaves the driver none, as the driver reads it,
+//     whatever the host's devices (CUDA_VISIBLE_DEVICES empty, -1, gpu0 or 0,0;
+//     NVIDIA_VISIBLE_DEVICES=void; HIP_VISIBLE_DEVICES=-1)
+//   - not-yet: no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd):
+//     the driver has not found the GPU yet
+//   - no-gpu: no device, and no GPU device node, whatever /proc or sysfs shows of the host (a
+//     container given no GPU, an AMD pod without /dev/kfd)
+//   - needs-operator: a preflight child's Go panic, in the backend's Go code or in a package init
+//     the child runs: a fresh child panics again
+//   - not-yet: a preflight child that hung past its deadline, or crashed: a signal ended it (a
+//     fault or abort in the driver's C code)
+//   - needs-operator: anything else: user-space and kernel driver differ (CUDA 803), forward
+//     compatibility on an unsupported GPU (804), 999 after suspend/resume, not permitted (800), a
+//     panic in the driver's init
+//
+// What each class means for a server:
+//   - no-gpu: a restart cannot help. Liveness stays 200. Readiness is 503 with the reason, unless
+//     the server serves without a GPU (health.WithCPUFallback). Then it is 200, and the status
+//     says degraded.
+//   - not-yet: expected to clear by itself. With the preflight on, it is retried in a fresh child
+//     (1 s doubling to 30 s, for 5 minutes by default). No in-process init ever fails for it. Once
+//     the init deadline (5 minutes by default) has passed since initialization began, liveness
+//     fails, since a fresh process may succeed. Without the preflight an in-process 802 is final
+//     at once. Liveness still waits out the deadline, so the GPU has its time to come up.
+//   - needs-operator: liveness stays 200, since a restart does not fix a kernel/user driver
+//     mismatch. Readiness is 503. The class is in the status and gpuprobe's metrics, so that an
+//     alert fires.
 //
 // # Failure catalogue
 //

@@ -64,8 +64,8 @@ const (
 //
 // The cost is a fork and exec of the server's binary, its package inits,
 // and the driver's init once more in the child, before the in-process one.
-// The child runs with GOMAXPROCS=1, which starts its runtime faster. See the
-// README for the figures.
+// The child runs with GOMAXPROCS=1, which starts its runtime faster. The
+// example server's package doc (examples/server) has the figures.
 type Preflight struct {
 	// Deadline bounds one child; 0 is 30 s.
 	Deadline time.Duration
