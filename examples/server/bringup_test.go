@@ -154,8 +154,8 @@ var absoluteGoPath = regexp.MustCompile(`(^|[\s(])/[^\s]*\.go\b`)
 // in Go in the preflight child (the sim backend's, as GPUINIT_SIM_FAIL=panic
 // makes it). The status names the panic by its line and the frame that
 // panicked, with no path of the build machine's, and the class is
-// needs-operator, as the README's class table says: no retry, readiness 503,
-// liveness 200.
+// needs-operator, as device's package doc lists the classes: no retry,
+// readiness 503, liveness 200.
 func TestAGoPanicInThePreflightChildNeedsAnOperator(t *testing.T) {
 	url, _ := startServer(t, []string{"GPUINIT_SIM_FAIL=panic"}, "-backend", "sim", "-preflight", "10s")
 	get(t, url+health.ReadyPath) // starts init
