@@ -70,8 +70,8 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 	assert.Len(t, entries, 2, "no temporary file left behind")
 }
 
-// TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as README
-// says, and its report says the same verdict as the label and the metric.
+// TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as the
+// package doc says, and its report says the same verdict as the label and the metric.
 func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)

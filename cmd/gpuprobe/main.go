@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		" (default: $"+"GPUINIT_BACKEND"+", else auto: "+strings.Join(device.DefaultRegistry.AutoOrder(), ", then ")+", else sim)")
 	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "probe a GPU or fail: with auto, exit 3 instead of falling back to sim when no GPU backend is usable; with sim, refused (exit 2)")
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
-	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
+	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see the package doc)")
 	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
 	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
 	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")
