@@ -33,7 +33,8 @@ var qualifiers = map[string]struct{ dir, typ string }{
 
 // gone are names CHANGES.md names as removed, beyond the first column of
 // its table of removed names: they must not exist.
-var gone = []string{"device.Backend", "device.Capability", "device.MinDriverVersion"}
+var gone = []string{"device.Backend", "device.Capability", "device.MinDriverVersion",
+	"device.RegisterUnavailable(name, why)", "driver.Registration.Package"}
 
 // stillThere are names in the table's first column that exist: the row
 // removes a use of them, not the name.
