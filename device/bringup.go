@@ -169,6 +169,10 @@ var retryWait = func(ctx context.Context, d time.Duration) {
 	}
 }
 
+// retryClock is how long the bring-up has run since start, against the
+// preflight's RetryFor. Tests replace it to count the waits alone.
+var retryClock = time.Since
+
 // failure is the failure err of backend name, with the driver version it read.
 func (r *Runtime) failure(name string, err error) BackendFailure {
 	f := BackendFailure{Backend: name, Err: err}

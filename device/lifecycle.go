@@ -181,9 +181,9 @@ func (r *Runtime) bringUpFirst(ctx context.Context) error {
 			}
 		}
 		// Only a child's failure is retried, so preflight is on here.
-		if len(retry) == 0 || time.Since(start)+backoff > preflight.RetryFor {
+		if len(retry) == 0 || retryClock(start)+backoff > preflight.RetryFor {
 			r.moveTo(b, "", "")
-			return r.finalError(failures, retry, b.Attempts, time.Since(start), preflight)
+			return r.finalError(failures, retry, b.Attempts, retryClock(start), preflight)
 		}
 		b.Next = time.Now().Add(backoff)
 		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
