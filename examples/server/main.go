@@ -38,6 +38,7 @@ func run(args []string) error {
 	canary := fs.Duration("canary", 0, "how often readiness proves each device still works with a 4-byte round trip; 0 never")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", (30 * time.Second), "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
+	backoff := fs.Duration("preflight-backoff", time.Second, "the wait before a preflight child that found the GPU not ready yet is retried; it doubles, up to 30s")
 	var usage bytes.Buffer // -h's answer goes to stdout, a flag's error to stderr
 	fs.SetOutput(&usage)
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +59,7 @@ func run(args []string) error {
 		return err
 	}
 	if *preflight > 0 {
-		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight}); err != nil {
+		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight, Backoff: *backoff}); err != nil {
 			return err
 		}
 	}
