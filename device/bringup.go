@@ -167,9 +167,9 @@ func (r *Runtime) bringUpFirst(ctx context.Context) error {
 			}
 		}
 		// Only a child's failure is retried, so preflight is on here.
-		if len(retry) == 0 || time.Since(start)+backoff > preflight.RetryFor {
+		if len(retry) == 0 || retryClock(start)+backoff > preflight.RetryFor {
 			r.moveTo(b, "", "")
-			return r.finalError(failures, retry, b.Attempts, time.Since(start), preflight)
+			return r.finalError(failures, retry, b.Attempts, retryClock(start), preflight)
 		}
 		b.Next = time.Now().Add(backoff)
 		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
@@ -239,6 +239,10 @@ var retryWait = func(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
+
+// retryClock is how long the bring-up has run since start, against the
+// preflight's RetryFor. Tests replace it to count the waits alone.
+var retryClock = time.Since
 
 // failure is the failure err of backend name, with the driver version it read.
 func (r *Runtime) failure(name string, err error) BackendFailure {

@@ -2,7 +2,6 @@ package device
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -93,12 +92,12 @@ func (f failure) opPrefix(prefix string) bool {
 // gives a failure its class.
 type classRule struct {
 	class Class
-	what  string // for the README, which prints the table
+	what  string // for the package doc, which lists the table
 	match func(f failure) bool
 }
 
 // classRules is the one table of initialization failures and their
-// classes. README.md prints it; a test checks that it does, row for row.
+// classes. The package doc lists it; a test checks that it does, row for row.
 var classRules = []classRule{
 	{NoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
 		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
@@ -241,13 +240,3 @@ func isInitFailure(err error) bool {
 //		return err // stay unready: device.ClassOf(err) says who must act
 //	}
 func FallBackToCPU(err error) bool { return ClassOf(err) == NoGPUHere }
-
-// classTable renders the class table as Markdown, as README.md prints it.
-func classTable() string {
-	var b strings.Builder
-	b.WriteString("| class | failures |\n| --- | --- |\n")
-	for _, r := range classRules {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", r.class, r.what)
-	}
-	return b.String()
-}

@@ -33,6 +33,24 @@ func RecordRetryWaits(t *testing.T) func() []time.Duration {
 	}
 }
 
+// RetryClockOfWaits is RecordRetryWaits, with the bring-up's clock against
+// RetryFor made of those waits alone, for the rest of t: how many children
+// run then follows from the settings, not from how fast the machine starts
+// them.
+func RetryClockOfWaits(t *testing.T) func() []time.Duration {
+	waits := RecordRetryWaits(t)
+	saved := retryClock
+	retryClock = func(time.Time) time.Duration {
+		var sum time.Duration
+		for _, d := range waits() {
+			sum += d
+		}
+		return sum
+	}
+	t.Cleanup(func() { retryClock = saved })
+	return waits
+}
+
 // CallMonitorScanning reports whether r's call monitor scans (some call it
 // has not yet reported hung may be in flight) rather than sleeps, for tests
 // of the monitor's CPU use.

@@ -64,10 +64,13 @@ const (
 //
 // The cost is a fork and exec of the server's binary, its package inits,
 // and the driver's init once more in the child, before the in-process one.
-// The child runs with GOMAXPROCS=1, which starts its runtime faster. See the
-// README for the figures.
+// The child runs with GOMAXPROCS=1, which starts its runtime faster. The
+// example server's package doc (examples/server) has the figures.
 type Preflight struct {
-	// Deadline bounds one child; 0 is 30 s.
+	// Deadline bounds one child's check, from when it starts, not from its
+	// process start, which a loaded machine stretches; 0 is 30 s. A child
+	// that has not started its check within its Deadline, or 10 s where
+	// that is longer, is hung too.
 	Deadline time.Duration
 	// RetryFor is how long NotYet failures are retried, from the first
 	// attempt. 0 is 5 minutes; negative never retries.
@@ -83,10 +86,11 @@ type Preflight struct {
 }
 
 // MaxWait is the longest one child can take with p's settings. That is its
-// Deadline, then the time to collect its stacks and stop it. A caller that
-// bounds its own wait for Init should allow this per attempt.
+// start (its Deadline, or 10 s where that is longer), its Deadline, then the
+// time to collect its stacks and stop it. A caller that bounds its own wait
+// for Init should allow this per attempt.
 func (p Preflight) MaxWait() time.Duration {
-	return p.withDefaults().Deadline + preflight.Beyond
+	return preflight.MaxWait(p.withDefaults().Deadline)
 }
 
 // withDefaults fills p's zero fields.

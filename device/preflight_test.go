@@ -17,6 +17,7 @@ import (
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
 	"github.com/gpuinit/gpuinit/device/sim"
 	"github.com/gpuinit/gpuinit/internal/childtest"
 	"github.com/stretchr/testify/assert"
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 func misbehave() {
 	switch os.Getenv(envChildDoes) {
 	case "hang":
+		preflight.Arm() // as Serve does: the check starts, and with it the deadline
 		for {
 			time.Sleep(time.Hour) // a timer keeps the runtime from calling it a deadlock, as a driver call in C does
 		}
@@ -149,8 +151,13 @@ func TestRetriesBackOffDoublingUpToTheCap(t *testing.T) {
 	assert.Equal(t, 6, rt.Stats().BringUp.Attempts)
 }
 
+// TestANotYetThatNeverClearsFailsAsNotYet: children are retried until
+// RetryFor has passed, then the not-yet failure is final. The bring-up's
+// clock is made of its waits alone, so that how many children run follows
+// from the settings, not from how fast a loaded machine starts them.
 func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
-	rt, c := preflighted(t, false, device.Preflight{RetryFor: 1500 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
+	rt, c := preflighted(t, false, device.Preflight{RetryFor: 100 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
+	waits := device.RetryClockOfWaits(t)
 	t.Setenv(sim.EnvFail, string(sim.NotReady))
 	err := rt.Init(context.Background())
 	require.ErrorIs(t, err, driver.ErrNotReady)
@@ -159,6 +166,9 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	assert.ErrorContains(t, err, "was still not ready after")
 	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
 	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{20 * ms, 40 * ms, 40 * ms}, waits(), "waits while one more still ends within RetryFor")
+	assert.Equal(t, 4, rt.Stats().BringUp.Attempts, "a child after each wait")
 	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
 
@@ -203,10 +213,13 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 			// themselves, however slowly a loaded machine starts them.
 			deadline := 10 * time.Second
 			if tc.hung {
-				deadline = 300 * time.Millisecond
+				deadline = 100 * time.Millisecond // from the child's armed line, however slow its start
 			}
-			rt, c := preflighted(t, true, device.Preflight{Deadline: deadline, RetryFor: 1500 * time.Millisecond,
+			// The clock against RetryFor is the waits': one wait of
+			// 10 ms, so a second child, whatever the machine's speed.
+			rt, c := preflighted(t, true, device.Preflight{Deadline: deadline, RetryFor: 15 * time.Millisecond,
 				Backoff: 10 * time.Millisecond})
+			device.RetryClockOfWaits(t)
 			t.Setenv(envChildDoes, tc.does)
 			start := time.Now()
 			err := rt.Init(context.Background())
@@ -278,7 +291,8 @@ func TestAPanicInTheDriversInitIsNamedByItsLineAndFrame(t *testing.T) {
 func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
 	for _, present := range []bool{false, true} {
 		t.Run(fmt.Sprint("device nodes: ", present), func(t *testing.T) {
-			rt, _ := preflighted(t, present, device.Preflight{RetryFor: 1500 * time.Millisecond, Backoff: 20 * time.Millisecond})
+			rt, _ := preflighted(t, present, device.Preflight{RetryFor: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+			device.RetryClockOfWaits(t) // one wait, then a second child, however slow they are
 			t.Setenv(sim.EnvFail, string(sim.NoDevice))
 			err := rt.Init(context.Background())
 			require.ErrorIs(t, err, device.ErrNoDevice)

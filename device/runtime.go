@@ -1,39 +1,3 @@
-// Package device is gpuinit's backend-neutral GPU runtime.
-//
-// [Open] returns the [Runtime] of a backend: cuda, hip, sim, or auto (the
-// first GPU backend that works). It touches no driver. The first call that
-// needs the devices initializes it, once: [Runtime.Init], [Runtime.Devices],
-// [Runtime.Do], and the like.
-//
-// Work queued with [Runtime.LazyCall] runs right after the driver's init, in
-// order. It may re-enter the Runtime without deadlocking. A queued call's
-// failure is its own. The initialization's failure is memoized. It carries
-// the driver's code, its name and a hint. [ClassOf] says whether to wait,
-// fall back or call an operator. [FallBackToCPU] says whether the host has
-// no GPU at all. [Runtime.UsePreflight] runs the driver's init in a child
-// process first. A driver that hangs or crashes then kills the child, not
-// the server.
-//
-// After init the Runtime watches its devices. Every driver call it makes runs
-// under a deadline ([Runtime.SetCallDeadline]). The backend's health watch
-// (NVML's events, amdgpu's RAS counters) loses a device that needs a reset.
-// [Runtime.Canary] proves a device still works. [Runtime.Stats] says all of
-// it at one moment, as [database/sql.DB.Stats] does. [Runtime.Shutdown]
-// stops everything the Runtime runs, as [net/http.Server.Shutdown] does.
-//
-// Backends register with [Register] when their package is imported. Import
-// package backends for every backend the build can have. Backends implement
-// package driver's interface. A [Registry] other than [DefaultRegistry] gives
-// a test or a program backends and Runtimes of its own.
-//
-// Each registry gives a name one Runtime. Two Runtimes may share a backend:
-// auto's, and one opened by name before auto chose it. They share its
-// driver, which cuda and hip initialize once per process. Each keeps its own
-// queue, devices and error reports.
-//
-// Every method is safe for concurrent use. Every method that takes a context
-// panics on a nil one, naming itself, as net/http does. None waits past its
-// context's end.
 package device
 
 import (

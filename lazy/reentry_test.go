@@ -251,7 +251,9 @@ func TestReentryNeverDeadlocks(t *testing.T) {
 // the same scenarios against the pre-fix discipline all hang, and the child's
 // goroutine dump shows the lock they wait for.
 func TestHarnessCatchesPreFixHang(t *testing.T) {
-	for name, r := range runAll(t, "legacy", 3*time.Second) {
+	// 500 ms from each child's armed line (childtest): its scenario deadlocks
+	// at once, so it is in the lock by then; its dump is waited for whole.
+	for name, r := range runAll(t, "legacy", 500*time.Millisecond) {
 		t.Run(name, func(t *testing.T) {
 			require.Equal(t, hangcheck.Hang, r.Verdict, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 			stuck := hangcheck.Goroutines(r.Stderr, 12, "internal/legacy")

@@ -12,8 +12,8 @@ import (
 
 // A server queues its seed before anything touches the GPU, then draws on
 // device 0, or, where the host has no GPU, on the CPU: the same values,
-// from the same queued seed, with no seed given again. The README's first
-// program is this one.
+// from the same queued seed, with no seed given again. The package doc's
+// section "Falling back to the CPU" shows this program.
 func Example_fallBackToCPU() {
 	ctx := context.Background()
 	rt, err := device.Open("") // auto: the first GPU backend that works; touches no driver

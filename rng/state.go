@@ -1,31 +1,3 @@
-// Package rng keeps per-device Philox generator state, like torch.cuda.random.
-//
-// [Generators] has the semantics and the bytes of torch.cuda.random:
-// [Generators.ManualSeed], [Generators.Seed], [Generators.InitialSeed],
-// [Generators.State]/[Generators.SetState] and their …All forms, and
-// [Generators.Generate]. Before the device runtime is initialized, the
-// mutating calls are queued through [device.Runtime.LazyCall] in the order
-// made, without coalescing or reordering, and replayed right after the
-// driver's init; reads initialize first, as torch does. Arguments are
-// validated when a call is made, so a bad call is refused at once and never
-// queued; a state is applied whole or not at all.
-//
-// What can be known only at initialization (an ordinal beyond the devices
-// found, a state per device for another count) fails that queued call alone.
-// The initialization succeeds and the calls queued after it apply. The
-// failure is its own: the runtime records it with the call site that queued
-// it ([device.Stats].FailedCalls, the health status), and no other call
-// returns it. [Generators] is shared by every request of a server, so one
-// request's bad ordinal must not fail another's next call, as a buffered
-// writer's next Write would. PyTorch raises such a failure from whatever
-// call initializes and leaves the queue to be re-run, so one bad call stops
-// every caller.
-//
-// Where the initialization finds no GPU ([device.FallBackToCPU]), the
-// Generators move onto the CPU: the calls queued before it apply to the
-// states drawn there, in order, and [Generators.GenerateOnHost] draws the
-// stream the device would have drawn, with no seed given again. [Host] is
-// the same stream for a program with no device.Runtime at all.
 package rng
 
 import (

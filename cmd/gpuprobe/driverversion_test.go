@@ -21,6 +21,7 @@ func TestTheHostsDriverVersionIsKept(t *testing.T) {
 		"GPUINIT_FAKE_CUDA_DEVICES=0")
 
 	t.Run("-require-gpu: no fallback, the reasons passed over with cuda's version", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, env, "-json", "-require-gpu")
 		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
@@ -35,11 +36,13 @@ func TestTheHostsDriverVersionIsKept(t *testing.T) {
 		assert.NotContains(t, text.stdout, "fallback")
 	})
 	t.Run("-backend cuda -require-gpu: the version its preflight child read", func(t *testing.T) {
+		t.Parallel()
 		rep := decode(t, probeRun(t, bin, env, "-json", "-require-gpu", "-backend", "cuda"))
 		assert.Equal(t, exitUnavailable, rep.ExitCode)
 		assert.Equal(t, 12040, rep.DriverVersion)
 	})
 	t.Run("a fallback: cuda's version in its entry, none at the top", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, env, "-json", "-scenario", "queued")
 		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)

@@ -70,8 +70,8 @@ func TestFleetFilesMatchTheReport(t *testing.T) {
 	assert.Len(t, entries, 2, "no temporary file left behind")
 }
 
-// TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as README
-// says, and its report says the same verdict as the label and the metric.
+// TestFallingBackToSimIsNotAnOKNode: the run exits 0 (sim passed), as the
+// package doc says, and its report says the same verdict as the label and the metric.
 func TestFallingBackToSimIsNotAnOKNode(t *testing.T) {
 	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
@@ -136,6 +136,7 @@ func TestIntervalPrintsEachRoundsReport(t *testing.T) {
 	bin := buildProbe(t)
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
+			t.Parallel()
 			args := []string{"-backend", "sim", "-scenario", "queued", "-interval", "100ms"}
 			if format == "json" {
 				args = append(args, "-json")
@@ -205,6 +206,7 @@ func TestAnUnwritableFeatureFileLeavesTheMetricsCurrent(t *testing.T) {
 // TestIntervalFollowsTheVerdictAndStopsOnSIGTERM switches the rounds between a
 // working and a failing GPU while a reader polls the files.
 func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	dir := t.TempDir()
 	nfd, prom, hook := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom"), filepath.Join(dir, "round.env")
@@ -280,6 +282,7 @@ func TestIntervalFollowsTheVerdictAndStopsOnSIGTERM(t *testing.T) {
 // no GPU from one whose GPU is coming up, one that needs them, and one whose
 // driver hangs in its init.
 func TestTheLabelSaysTheFailuresClass(t *testing.T) {
+	t.Parallel() // its children mostly wait: overlap them with the others'
 	bin := buildProbe(t)
 	for _, tc := range []struct {
 		fail, label string
@@ -290,9 +293,10 @@ func TestTheLabelSaysTheFailuresClass(t *testing.T) {
 		{"hang", "hang"},
 	} {
 		t.Run(tc.fail, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			nfd, prom := filepath.Join(dir, "gpuinit"), filepath.Join(dir, "gpuinit.prom")
-			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=" + tc.fail}, "-backend", "sim", "-json", "-timeout", "1s",
+			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=" + tc.fail}, "-backend", "sim", "-json", "-timeout", "300ms",
 				"-nfd-file", nfd, "-prom-file", prom)
 			rep := decode(t, r)
 			features, err := os.ReadFile(nfd)

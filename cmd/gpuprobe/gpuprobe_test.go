@@ -6,17 +6,26 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/docnames"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestMain(m *testing.M) { childtest.Main(m) }
+// TestMain serves a scenario's child as main does, for tests that run
+// scenarios in this binary's children.
+func TestMain(m *testing.M) {
+	if name := os.Getenv(envChildScenario); name != "" {
+		runChild(name)
+	}
+	childtest.Main(m)
+}
 
 // buildProbe builds the real binary once per test run: the scenarios run in
 // children that re-execute it, so testing run() in-process would not do.
@@ -67,6 +76,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	bin := buildProbe(t)
 
 	t.Run("sim: every scenario ok, exit 0", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-timeout", "30s")
 		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
@@ -92,13 +102,14 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("legacy: both paths hang, exit 1, dump names the lock", func(t *testing.T) {
-		r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-timeout", "3s")
+		t.Parallel()
+		// -timeout counts from each scenario's start, where it deadlocks at
+		// once: 500 ms is time enough to be stuck in the lock.
+		r := probeRun(t, bin, nil, "-backend", "sim", "-json", "-discipline", "legacy", "-timeout", "500ms")
 		require.Equal(t, exitFailed, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
-		readme, err := os.ReadFile("../../README.md")
+		doc, err := docnames.PackageDoc("doc.go")
 		require.NoError(t, err)
-		_, section, _ := strings.Cut(string(readme), "\n## gpuprobe\n")
-		section, _, _ = strings.Cut(section, "\n### JSON schema")
 		seen := map[string]bool{}
 		for _, s := range rep.Scenarios {
 			assert.Equal(t, "hang", s.Verdict, s.Name)
@@ -109,7 +120,8 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 				want = "internal/legacy.(*Initializer).Init"
 			}
 			assert.Equal(t, "github.com/gpuinit/gpuinit/"+want, blockedIn(s.Dump), "%s:\n%s", s.Name, s.Dump)
-			assert.True(t, strings.Contains(section, "`"+want+"`"), "README's gpuprobe section names %s, where %s blocks", want, s.Name)
+			named := regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(want) + `\s`)
+			assert.True(t, named.MatchString(doc), "the package doc names %s, where %s blocks", want, s.Name)
 			seen[strings.Split(s.Name, "/")[0]] = true
 		}
 		assert.True(t, seen["initialized"] && seen["queued"], "both re-entrant paths ran")
@@ -117,6 +129,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("no device: exit 3 with the message and hint, no hang", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=no-device"}, "-backend", "sim", "-json")
 		require.Equal(t, exitUnavailable, r.code, "stderr:\n%s", r.stderr)
 		rep := decode(t, r)
@@ -135,22 +148,24 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("init that hangs is reported as such", func(t *testing.T) {
+		t.Parallel()
 		for _, preflight := range []string{"true", "false"} {
-			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "1s", "-preflight="+preflight)
+			r := probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "300ms", "-preflight="+preflight)
 			assert.Equal(t, exitFailed, r.code, "preflight %s:\n%s", preflight, r.stdout)
-			rep := decode(t, probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "1s", "-preflight="+preflight, "-json"))
+			rep := decode(t, probeRun(t, bin, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-timeout", "300ms", "-preflight="+preflight, "-json"))
 			require.NotNil(t, rep.Error)
 			assert.Equal(t, "hang", rep.Error.Kind)
 			if preflight == "true" {
 				assert.Contains(t, r.stdout, "hung: no answer within", "the child hung, not gpuprobe")
 				assert.Equal(t, "not-yet", rep.Class)
 			} else {
-				assert.Contains(t, r.stdout, "initialization did not finish within 1s")
+				assert.Contains(t, r.stdout, "initialization did not finish within 300ms")
 			}
 		}
 	})
 
 	t.Run("a timeout too short to start init is not called a hang", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, nil, "-backend", "sim", "-timeout", "1ns")
 		assert.Equal(t, exitFailed, r.code)
 		assert.Contains(t, r.stdout, "initialization did not start: the -timeout of 1ns expired before it could")
@@ -158,12 +173,14 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("GPUINIT_BACKEND is the default for -backend", func(t *testing.T) {
+		t.Parallel()
 		rep := decode(t, probeRun(t, bin, []string{"GPUINIT_BACKEND=sim"}, "-json", "-scenario", "queued"))
 		assert.Equal(t, "sim", rep.Backend)
 		assert.Nil(t, rep.Fallback)
 	})
 
 	t.Run("scenario selection", func(t *testing.T) {
+		t.Parallel()
 		rep := decode(t, probeRun(t, bin, nil, "-backend", "sim", "-json", "-scenario", "queued"))
 		require.Len(t, rep.Scenarios, 3)
 		for _, s := range rep.Scenarios {
@@ -172,6 +189,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("no usable GPU: each backend's reason, then sim, exit 0", func(t *testing.T) {
+		t.Parallel()
 		skipIfLinked(t)
 		env := fakedriver.NoGPUHost(t)
 		r := probeRun(t, bin, env, "-json", "-scenario", "queued")
@@ -188,6 +206,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("-require-gpu: no fallback, exit 3 with the reasons", func(t *testing.T) {
+		t.Parallel()
 		skipIfLinked(t)
 		env := fakedriver.NoGPUHost(t)
 		r := probeRun(t, bin, env, "-json", "-require-gpu")
@@ -206,6 +225,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	})
 
 	t.Run("real backend: devices, or no device reported as such", func(t *testing.T) {
+		t.Parallel()
 		tag := os.Getenv("GPUPROBE_TEST_BACKEND")
 		if tag == "" {
 			t.Skip("set GPUPROBE_TEST_BACKEND=cuda or hip (as .ci/run's legs do) to probe a real backend")
@@ -259,6 +279,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		{"a variable gpuinit has none like", []string{"GPUINIT_COLOR=blue"}, nil, `GPUINIT_COLOR is set, but gpuinit reads no such variable: unset it`},
 	} {
 		t.Run("usage: "+tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := probeRun(t, bin, tc.env, tc.args...)
 			assert.Equal(t, exitUsage, r.code)
 			assert.Contains(t, r.stderr, tc.want)
@@ -266,6 +287,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 	}
 
 	t.Run("help shows examples, on stdout", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, nil, "-h")
 		assert.Equal(t, exitOK, r.code)
 		assert.Empty(t, r.stderr, "the help asked for is the answer: stdout")
@@ -277,6 +299,7 @@ func TestGpuprobeEndToEnd(t *testing.T) {
 		assert.Contains(t, r.stdout, "with sim, refused (exit 2)", "-require-gpu's help says what it does with sim")
 	})
 	t.Run("a bad flag: the error and the usage on stderr", func(t *testing.T) {
+		t.Parallel()
 		r := probeRun(t, bin, nil, "-intervall=10m")
 		assert.Equal(t, exitUsage, r.code)
 		assert.Empty(t, r.stdout)

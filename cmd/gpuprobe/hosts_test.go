@@ -82,6 +82,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 	}
 	for _, backend := range []string{"cuda", "auto"} {
 		t.Run("-backend "+backend+": both devices exactly, every scenario, RNG match", func(t *testing.T) {
+			t.Parallel()
 			r := probeRun(t, bin, fakeNVIDIAHost(t, true), "-json", "-backend", backend, "-require-gpu")
 			require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 			rep := decode(t, r)
@@ -108,6 +109,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		})
 	}
 	t.Run("without libcurand the RNG check is unsupported, with the reason, and that is no failure", func(t *testing.T) {
+		t.Parallel()
 		skipIfLinked(t)
 		r := probeRun(t, bin, fakeNVIDIAHost(t, false), "-json", "-backend", "cuda", "-scenario", "queued")
 		require.Equal(t, exitOK, r.code, "stderr:\n%s", r.stderr)
@@ -120,6 +122,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		assert.Contains(t, text.stdout, "uuid GPU-f12e3d4c-9b8a-4796-85a4-b3c2d1e0ff0e, pci 0000:18:00.0, cc 9.0, 132 multiprocessors")
 	})
 	t.Run("a MIG instance: its parent, ids and profile in the report, GFD's label suffixes", func(t *testing.T) {
+		t.Parallel()
 		nfd := filepath.Join(t.TempDir(), "gpuinit")
 		r := probeRun(t, bin, append(fakeNVIDIAHost(t, true), "GPUINIT_FAKE_CUDA_MIG=1"), "-json", "-backend", "cuda", "-scenario", "queued", "-nfd-file", nfd)
 		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
@@ -140,6 +143,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		}
 	})
 	t.Run("the device map: ordinal, NVML's index, UUID, bus id, the visibility entry", func(t *testing.T) {
+		t.Parallel()
 		env := append(fakeNVIDIAHost(t, true), "CUDA_VISIBLE_DEVICES=0,1")
 		rep := decode(t, probeRun(t, bin, env, "-json", "-backend", "cuda", "-scenario", "queued"))
 		assert.Equal(t, &deviceMap{Order: "FASTEST_FIRST", Devices: []mappedDevice{
@@ -153,6 +157,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		assert.Contains(t, text.stdout, "140.4 GiB, 130.4 GiB free (nvml)")
 	})
 	t.Run("health events and counters in the report and the metrics", func(t *testing.T) {
+		t.Parallel()
 		events := filepath.Join(t.TempDir(), "events")
 		// An application's Xid on device 0 and a double-bit ECC error on
 		// device 1, delivered as soon as the watch waits.
@@ -181,6 +186,7 @@ func TestOverTheFakeDrivers(t *testing.T) {
 		}
 	})
 	t.Run("an AMD host through the fake ROCm 6 runtime", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		hip := fakedriver.BuildInto(t, dir, fakedriver.HIP)
 		fakedriver.BuildInto(t, dir, fakedriver.HIPRAND)

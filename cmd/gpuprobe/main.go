@@ -1,19 +1,3 @@
-// Command gpuprobe tells an operator, in seconds, whether GPU bring-up works on
-// this machine and whether the lazy-initialization paths that hung PyTorch are
-// safe here. It prints the backend, driver and devices, runs each re-entrant
-// scenario in a child process under a timeout (a hang becomes a verdict with the
-// child's goroutine stacks), and checks the device RNG against rng/philox.
-//
-//	go run ./cmd/gpuprobe                       # cuda, then hip; sim (with the reasons) where neither works
-//	go run ./cmd/gpuprobe -require-gpu -json    # no fallback: exit 3 without a usable GPU
-//	go run ./cmd/gpuprobe -discipline legacy -timeout 3s   # reproduce PyTorch's pre-fix hang
-//
-// Exit status: 0 all ok; 1 a scenario hung or failed, initialization hung,
-// the RNG check failed, a device was lost while probed, or a fleet file could
-// not be written; 2 bad usage (-require-gpu with sim, a GPUINIT_* value that
-// cannot be used); 3 backend
-// unavailable or no device (with -require-gpu, no usable GPU); 130 or 143
-// interrupted by SIGINT or SIGTERM.
 package main
 
 import (
@@ -107,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		" (default: $"+"GPUINIT_BACKEND"+", else auto: "+strings.Join(device.DefaultRegistry.AutoOrder(), ", then ")+", else sim)")
 	fs.BoolVar(&cfg.requireGPU, "require-gpu", false, "probe a GPU or fail: with auto, exit 3 instead of falling back to sim when no GPU backend is usable; with sim, refused (exit 2)")
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "time limit for initialization and for each scenario")
-	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see README)")
+	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON (schema gpuprobe/v1, see the package doc)")
 	fs.StringVar(&cfg.scenario, "scenario", "all", "scenarios to run: initialized, queued or all")
 	fs.StringVar(&cfg.discipline, "discipline", "fixed", "initialization discipline: fixed (gpuinit's lazy) or legacy (PyTorch's pre-fix lock, hangs on purpose)")
 	fs.StringVar(&cfg.nfdFile, "nfd-file", "", "write the verdict as Node Feature Discovery labels (gpuinit.io/...) to this feature file")

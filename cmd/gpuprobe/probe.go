@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -219,7 +220,12 @@ func runScenarios(ctx context.Context, cfg config, backend string, selected []sc
 			cmd := exec.Command(self)
 			cmd.Env = append(os.Environ(),
 				envChildScenario+"="+sc.name, envChildDiscipline+"="+cfg.discipline, envChildBackend+"="+backend)
-			r, err := hangcheck.Run(ctx, cmd, cfg.timeout)
+			// -timeout counts from the scenario's start, not the process's,
+			// which a loaded machine stretches; a child that never gets
+			// there is hung at scenarioStartBound.
+			r, err := hangcheck.RunWith(ctx, cmd, hangcheck.Limits{Timeout: cfg.timeout, Armed: scenarioArmed,
+				ArmBound: max(cfg.timeout, scenarioStartBound)})
+			r.Stderr = strings.Replace(r.Stderr, scenarioArmed+"\n", "", 1) // the marker is not the child's words
 			results[i] = judge(sc, r, err, cfg.timeout)
 			fmt.Fprintf(progress, "gpuprobe: scenario %s: %s\n", sc.name, results[i].Verdict)
 			return nil

@@ -16,7 +16,7 @@ import (
 // schema names the JSON layout; fields are only ever added within a version.
 const schema = "gpuprobe/v1"
 
-// report is what gpuprobe found. Its JSON form is documented in README.md.
+// report is what gpuprobe found. Its JSON form is documented in doc.go.
 type report struct {
 	Schema         string            `json:"schema"`
 	Backend        string            `json:"backend"`

@@ -121,6 +121,14 @@ const (
 
 // runChild runs one scenario in this process and exits: 0 and "ok" on stdout,
 // or 1 and the error on stderr.
+// scenarioArmed is what a scenario's child writes to its stderr as its
+// scenario starts: its -timeout counts from there.
+const scenarioArmed = "gpuprobe: the scenario starts"
+
+// scenarioStartBound is the least time a scenario's child has to start its
+// scenario: its process start and package inits.
+const scenarioStartBound = 10 * time.Second
+
 func runChild(name string) {
 	// A server has timers and listeners; so does the child, or the Go runtime
 	// would turn a deadlock into a crash where a real process hangs.
@@ -143,6 +151,7 @@ func runChild(name string) {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintln(os.Stderr, scenarioArmed)
 		return sc.run(context.Background(), rt, rng.New(rt))
 	}()
 	if err != nil {

@@ -16,22 +16,22 @@ import (
 	"github.com/gpuinit/gpuinit/device/sim"
 )
 
-// theLine is the README's first example's handling of a host without a usable
-// GPU, which TestTheREADMEsNoGPULineRunsHere runs.
+// theLine is the README's first program's handling of a host without a
+// usable GPU (examples/minimal), which TestTheREADMEsNoGPULineRunsHere runs.
 const theLine = "case device.FallBackToCPU(err): // no GPU here"
 
-// TestTheREADMEsNoGPULineRunsHere runs the README's first example on this
-// machine, over every backend the build has and the preflight on (this test
-// binary is its children, served by the package's init): on a
-// machine without a GPU (CI's), device.FallBackToCPU says so, whatever the
-// backends found (no library, no device, no cgo); on one with, Init works.
+// TestTheREADMEsNoGPULineRunsHere makes the README program's decision on
+// this machine, over every backend the build has and the preflight on (this
+// test binary is its children, served by the package's init): on a machine
+// without a GPU (CI's), device.FallBackToCPU says so, whatever the backends
+// found (no library, no device, no cgo); on one with, Init works.
 func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), theLine) {
-		t.Fatalf("README.md's first example no longer has %q", theLine)
+		t.Fatalf("README.md's first program no longer has %q", theLine)
 	}
 	t.Setenv("GPUINIT_BACKEND", "")
 	rt, err := device.Open("")
@@ -48,7 +48,7 @@ func TestTheREADMEsNoGPULineRunsHere(t *testing.T) {
 	serveOnCPU := func() { servedOnCPU = true }
 	stayUnready := func(error) { unready = true }
 	_, err = rt.DeviceCount(ctx)
-	switch { // the README's lines, as gofmt lays them out
+	switch { // the README program's decision: the CPU for no GPU, unready for any other failure
 	case device.FallBackToCPU(err):
 		serveOnCPU()
 	case err != nil:

@@ -18,6 +18,7 @@
 package devicetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -35,7 +37,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	fill func(dst []uint32, seed, offset uint64)
+	fill      func(dst []uint32, seed, offset uint64)
+	watchStop time.Duration // the health watch's bound to return; 0 is watchStopBound
 }
 
 // GeneratorsDraw makes the kit compare what the backend's generators draw
@@ -196,7 +199,7 @@ func walk(b driver.Backend, opts []Option, do func(part string, check func(*chec
 		do("canary", func(c *checker) { checkCanary(c, cr, n) })
 	}
 	if hw, ok := driver.Capability[driver.HealthWatcher](b); ok {
-		do("health watch", func(c *checker) { checkHealthWatcher(c, hw, n) })
+		do("health watch", func(c *checker) { checkHealthWatcher(c, hw, n, cmp.Or(cfg.watchStop, watchStopBound)) })
 	}
 }
 

@@ -36,21 +36,28 @@ func broken() map[string]struct {
 		"empty name":              {renamed{sim.New(), ""}, nil, "want the registered name"},
 		"unmapped version error":  {versionFails{sim.New()}, nil, "DriverVersion before Init failed"},
 		"init not memoized":       {&initOnceOnly{Backend: sim.New()}, nil, "a second Init returned"},
-		"watch ignores its end":   {stubbornWatch{sim.New()}, nil, "did not return within 3s of its context's end"},
+		"watch ignores its end":   {stubbornWatch{sim.New()}, []devicetest.Option{devicetest.WatchStopBound(50 * time.Millisecond)}, "did not return within 50ms of its context's end"},
 		"watch names no device":   {strayWatch{sim.New()}, nil, "reported xid on device 7"},
 		"canary's plain error":    {plainCanary{sim.New()}, nil, "want nil, or a *driver.DriverError"},
 		"memory free above total": {badMemory{sim.New()}, nil, "want free no more than a total"},
 	}
 }
 
-// stubbornWatch's health watch ignores its context's end for a while.
+// stubbornWatch's health watch ignores its context's end for a while: the
+// kit's bound is 50 ms in this test, and the watch returns ten times later.
 type stubbornWatch struct{ *sim.Backend }
 
 func (stubbornWatch) WatchHealth(ctx context.Context, report func(healthwatch.Event)) error {
 	report(healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindWatching})
 	<-ctx.Done()
-	time.Sleep(4 * time.Second) // past the kit's bound, but not for ever
+	time.Sleep(500 * time.Millisecond) // past the kit's bound, but not for ever
 	return nil
+}
+
+// TestTheKitGivesAWatchThreeSecondsToStop: the default bound is "a few
+// seconds", as driver.HealthWatcher's contract says.
+func TestTheKitGivesAWatchThreeSecondsToStop(t *testing.T) {
+	assert.Equal(t, 3*time.Second, devicetest.DefaultWatchStopBound)
 }
 
 // strayWatch reports a device the backend does not have.

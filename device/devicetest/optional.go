@@ -17,9 +17,10 @@ const watchStopBound = 3 * time.Second
 
 // checkHealthWatcher runs the watch for a moment, then ends its context: it
 // must report only the devices the backend has, return nil within
-// watchStopBound, and report nothing once it has returned. A watch that
-// cannot watch at all returns an error wrapping ErrNotSupported at once.
-func checkHealthWatcher(c *checker, hw driver.HealthWatcher, n int) {
+// stopBound (watchStopBound, but in the kit's own tests), and report nothing
+// once it has returned. A watch that cannot watch at all returns an error
+// wrapping ErrNotSupported at once.
+func checkHealthWatcher(c *checker, hw driver.HealthWatcher, n int, stopBound time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var returned atomic.Bool
@@ -60,8 +61,8 @@ func checkHealthWatcher(c *checker, hw driver.HealthWatcher, n int) {
 		if err != nil && !errors.Is(err, driver.ErrNotSupported) {
 			c.errorf("WatchHealth returned %v at its context's end: want nil", err)
 		}
-	case <-time.After(watchStopBound):
-		c.errorf("WatchHealth did not return within %s of its context's end: a Runtime's Shutdown would have to abandon it", watchStopBound)
+	case <-time.After(stopBound):
+		c.errorf("WatchHealth did not return within %s of its context's end: a Runtime's Shutdown would have to abandon it", stopBound)
 		return
 	}
 	mu.Lock()

@@ -81,9 +81,13 @@ func notReadyAfter(t *testing.T, url string, start time.Time) time.Duration {
 // a second. (Before call deadlines, readiness and liveness stayed 200, every
 // later draw queued behind the hung one, and shutdown waited for ever.)
 func TestAHungDraw(t *testing.T) {
-	const deadline, grace = 300 * time.Millisecond, time.Second
+	t.Parallel() // servers of their own, mostly waiting
+	// The grace is short: the server waits it out for the hung draw's
+	// request, and the bound below is the grace plus a second whatever it is.
+	const deadline, grace = 300 * time.Millisecond, 250 * time.Millisecond
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "-restart-on-device-loss"}[restart], func(t *testing.T) {
+			t.Parallel()
 			env, curandLog, _ := fakeGPUHost(t, "GPUINIT_FAKE_CURAND_HANG_DRAW=2")
 			args := []string{"-backend", "cuda", "-call-deadline", deadline.String(), "-shutdown-grace", grace.String(), "-log-level", "debug"}
 			if restart {
@@ -166,6 +170,7 @@ func TestAHungDraw(t *testing.T) {
 // 79 loses device 1 alone, named, within 100 ms of readiness; 13 on device 0
 // is counted and the server stays ready on it.
 func TestXidsOverTheFakeNVML(t *testing.T) {
+	t.Parallel() // a server of its own, mostly waiting
 	env, _, events := fakeGPUHost(t)
 	url, _ := startServer(t, env, "-backend", "cuda")
 	ctx := context.Background()

@@ -19,17 +19,18 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/docnames"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/require"
 )
 
-// bringUpRecord is the last recorded run of BenchmarkBringUp, which README.md
-// quotes. Record a run with:
+// bringUpRecord is the last recorded run of BenchmarkBringUp, which the
+// package doc (doc.go) quotes. Record a run with:
 //
 //	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server | tee examples/server/testdata/bringup-bench.txt
 //
-// then run TestTheREADMEQuotesTheRecordedBringUpRun, which prints the table
-// to paste into README.md's "The preflight" section.
+// then run TestThePackageDocQuotesTheRecordedBringUpRun, which prints the
+// list to paste into doc.go's section "What the preflight costs".
 const bringUpRecord = "testdata/bringup-bench.txt"
 
 // fakeInit is the fake libcuda's cuInit in the benchmark: the preflight runs
@@ -43,7 +44,7 @@ var baseline = flag.String("bringup.baseline", "", "a server binary to measure b
 
 // What the preflight costs, and how soon a GPU that recovers is served,
 // measured over the fake libcuda whose cuInit takes 200 ms, side by side in
-// one run (the README quotes the figures of the run recorded in
+// one run (the package doc quotes the figures of the run recorded in
 // bringUpRecord):
 //
 //	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
@@ -196,33 +197,34 @@ func recordedBringUp(t *testing.T) (metrics map[string]float64, cpu string) {
 	return metrics, cpu
 }
 
-// bringUpTable renders the recorded run's figures as README.md prints them.
-func bringUpTable(t *testing.T) string {
+// bringUpList renders the recorded run's figures as the package doc
+// (doc.go) lists them.
+func bringUpList(t *testing.T) string {
 	t.Helper()
 	metrics, cpu := recordedBringUp(t)
-	var b strings.Builder
-	fmt.Fprintf(&b, "| median of the recorded run (%s) | time to ready |\n| --- | --- |\n", cpu)
+	var items []string
 	for _, row := range []struct{ what, unit string }{
 		{"in-process only", "ms-in-process"},
 		{"with the preflight", "ms-with-preflight"},
 		{"the preflight's cost beyond the child's own 200 ms init, pair by pair", "ms-preflight-cost"},
-		{"after a `not-yet` driver recovers: ready after the retry's scheduled start", "ms-after-backoff"},
+		{"after a not-yet driver recovers, ready after the retry's scheduled start", "ms-after-backoff"},
 	} {
 		v, ok := metrics[row.unit]
 		require.True(t, ok, "%s has no %s", bringUpRecord, row.unit)
-		fmt.Fprintf(&b, "| %s | %.1f ms |\n", row.what, v)
+		items = append(items, fmt.Sprintf("%s: %.1f ms", row.what, v))
 	}
-	return b.String()
+	return "Time to ready, the medians of the recorded run (" + cpu + "):\n" + docnames.List(items, 100)
 }
 
-// TestTheREADMEQuotesTheRecordedBringUpRun: README.md's figures of the
-// preflight's cost are those of the run recorded in bringUpRecord, which
+// TestThePackageDocQuotesTheRecordedBringUpRun: the package doc's figures of
+// the preflight's cost are those of the run recorded in bringUpRecord, which
 // the benchmark's command writes. A figure edited by hand, or a run
-// recorded without the README following, fails it.
-func TestTheREADMEQuotesTheRecordedBringUpRun(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// recorded without the doc following, fails it.
+func TestThePackageDocQuotesTheRecordedBringUpRun(t *testing.T) {
+	doc, err := docnames.PackageDoc("doc.go")
 	require.NoError(t, err)
-	if table := bringUpTable(t); !strings.Contains(string(readme), table) {
-		t.Errorf("README.md does not quote the bring-up run recorded in %s; paste this in:\n\n%s", bringUpRecord, table)
+	if list := bringUpList(t); !strings.Contains(doc, list) {
+		pasted := "// " + strings.ReplaceAll(strings.TrimSuffix(list, "\n"), "\n", "\n// ")
+		t.Errorf("doc.go does not quote the bring-up run recorded in %s; paste this in:\n\n%s", bringUpRecord, pasted)
 	}
 }

@@ -16,19 +16,20 @@ import (
 
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/gpuinit/gpuinit/internal/childtest"
+	"github.com/gpuinit/gpuinit/internal/docnames"
 	"github.com/gpuinit/gpuinit/internal/fakedriver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// hostRow is one row of the README's table of host situations: what the
+// hostRow is one row of the package doc's list of host situations: what the
 // example server (CPU fallback and preflight on, as shipped) answers there.
 type hostRow struct {
 	situation string
 	class     string // "" where no initialization fails
 	live      string
 	ready     string
-	status    string // what the status says, in the README's words
+	status    string // what the status says, in the doc's words
 	// setUp returns the host's environment and the server's arguments;
 	// says is a text the status's reason must hold; state is the status's
 	// state. The last row, a bad setting, has neither: see badSettings.
@@ -56,7 +57,7 @@ var badSettings = []struct{ name, env, says string }{
 		"GPUINIT_COLOR is set, but gpuinit reads no such variable: unset it"},
 }
 
-// hostRows is the README's table, row for row (TestTheREADMEPrintsTheHostTable).
+// hostRows is the package doc's list, item for item (TestThePackageDocPrintsTheHostList).
 var hostRows = []hostRow{
 	{"a CPU-only host: no driver library", "no-gpu", "200", "200, degraded: draws on the CPU",
 		"`class` no-gpu, `degraded`, the failure's kind `no-driver` (or `no-device` where a runtime is installed)",
@@ -150,25 +151,30 @@ func amdHost(t *testing.T, kfd bool) []string {
 		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_SYSFS_ROOT=" + sys}
 }
 
-// hostTable renders hostRows as the README prints them.
-func hostTable() string {
-	var b strings.Builder
-	b.WriteString("| host | class | liveness | readiness | the status says |\n| --- | --- | --- | --- | --- |\n")
+// hostList renders hostRows as the package doc (doc.go) prints them: a
+// list, one item a row, without the Markdown's backticks.
+func hostList() string {
+	var items []string
 	for _, r := range hostRows {
-		class := "—"
-		if r.class != "" {
-			class = "`" + r.class + "`"
+		class := r.class
+		if class == "" {
+			class = "none"
 		}
-		b.WriteString("| " + r.situation + " | " + class + " | " + r.live + " | " + r.ready + " | " + r.status + " |\n")
+		item := r.situation + ". Class: " + class + ". Liveness: " + r.live + ". Readiness: " + r.ready +
+			". Status: " + r.status + "."
+		items = append(items, strings.ReplaceAll(item, "`", ""))
 	}
-	return b.String()
+	return docnames.List(items, 100)
 }
 
-func TestTheREADMEPrintsTheHostTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestThePackageDocPrintsTheHostList keeps doc.go's list of hosts the rows
+// that TestEachHostSituation runs, item for item.
+func TestThePackageDocPrintsTheHostList(t *testing.T) {
+	doc, err := docnames.PackageDoc("doc.go")
 	require.NoError(t, err)
-	if !strings.Contains(string(readme), hostTable()) {
-		t.Errorf("README.md does not print the host table as the tests have it; paste this in:\n\n%s", hostTable())
+	if !strings.Contains(doc, hostList()) {
+		pasted := "// " + strings.ReplaceAll(strings.TrimSuffix(hostList(), "\n"), "\n", "\n// ")
+		t.Errorf("doc.go does not print the host list as the tests have it; paste this in:\n\n%s", pasted)
 	}
 }
 

@@ -1,29 +1,3 @@
-// Command server is an example of an inference server's GPU side over
-// gpuinit: it opens the runtime without touching the driver, queues a seed for
-// every device before initialization, mounts liveness, readiness and status
-// at the Open Inference Protocol's paths, and serves random numbers drawn on
-// device 0's generator (or, where the backend has none, by rng/philox on the
-// CPU, saying which).
-//
-//	go run ./examples/server -backend sim
-//	curl -i localhost:8080/v2/health/ready     # 503 "initializing", then 200 "ready"
-//	curl localhost:8080/v1/draw?n=4            # {"device":0,"seed":42,"offset":0,"source":"device",...}
-//	curl localhost:8080/gpuinit/status
-//
-// Before the driver's init runs in the server's process, a preflight child
-// (this binary again, which serves it through device/backends) runs it
-// first, so that a driver that hangs or crashes in its init takes the child
-// down, not the server; a GPU that is not ready yet is retried. Where the host
-// has no GPU (a CPU-only host, a CGO_ENABLED=0 build) the server stays live
-// and serves its draws on the CPU, saying so in /gpuinit/status. Where a GPU
-// is there but broken (a driver mismatch, a bad setting) it stays live and
-// unready, with the reason and the class in the status: an operator must act.
-//
-// Every driver call after init runs under -call-deadline: a draw that hangs
-// in the driver loses its device as hung (readiness 503), later draws wait
-// for it no longer than their own requests, and the server still shuts down
-// gracefully on SIGTERM or SIGINT within -shutdown-grace: the hung call goes
-// on, but nothing waits for it. So does an initialization that hangs.
 package main
 
 import (
@@ -64,6 +38,7 @@ func run(args []string) error {
 	canary := fs.Duration("canary", 0, "how often readiness proves each device still works with a 4-byte round trip; 0 never")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", (30 * time.Second), "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
+	backoff := fs.Duration("preflight-backoff", time.Second, "the wait before a preflight child that found the GPU not ready yet is retried; it doubles, up to 30s")
 	var usage bytes.Buffer // -h's answer goes to stdout, a flag's error to stderr
 	fs.SetOutput(&usage)
 	if err := fs.Parse(args); err != nil {
@@ -84,7 +59,7 @@ func run(args []string) error {
 		return err
 	}
 	if *preflight > 0 {
-		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight}); err != nil {
+		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight, Backoff: *backoff}); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 // TestTheCommandLine: -h is an answer (exit 0, the flags on stdout); a bad
 // flag is an error (exit 1, on stderr).
 func TestTheCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		args           []string
@@ -23,9 +24,11 @@ func TestTheCommandLine(t *testing.T) {
 		stdout, stderr string // what each holds; "" where it must be empty
 	}{
 		{"-h: the flags, on stdout", []string{"-h"}, 0, "-shutdown-grace duration", ""},
+		{"-h: the preflight's retries wait 1 s first, as device.Preflight's do", []string{"-h"}, 0, "up to 30s (default 1s)", ""},
 		{"a bad flag: the error and the flags, on stderr", []string{"-adr=:0"}, 1, "", "flag provided but not defined: -adr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(childtest.Binary(t), tc.args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -124,8 +124,9 @@ func get(t testing.TB, url string) (int, string) {
 // liveness fails once the init deadline passes, and SIGTERM still ends it
 // within its grace, the log naming the initialization it abandoned.
 func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
+	t.Parallel() // a server of its own, mostly waiting
 	url, cmd, log := startServerLogged(t, []string{"GPUINIT_SIM_FAIL=hang"}, "-backend", "sim", "-init-deadline", "500ms", "-preflight", "0",
-		"-log-level", "debug", "-shutdown-grace", "1s")
+		"-log-level", "debug", "-shutdown-grace", "250ms")
 	for range 5 {
 		start := time.Now()
 		code, body := get(t, url+health.ReadyPath)
@@ -162,7 +163,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 	case err := <-exited:
 		assert.NoError(t, err, "a clean exit, though init still hangs")
 	case <-time.After(5 * time.Second):
-		t.Fatal("SIGTERM did not stop the server within its 1 s grace")
+		t.Fatal("SIGTERM did not stop the server within its 250 ms grace")
 	}
 	assert.Equal(t, http.StatusServiceUnavailable, <-drawDone, "the waiting draw was answered, not cut off")
 	log.waitFor(t, "abandoning the initialization, in the sim driver's init") // the runtime's shutdown says what it left
@@ -174,6 +175,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 // init deadline, readiness is 200 with the server degraded, and draws come
 // from the CPU.
 func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
+	t.Parallel() // a server of its own, mostly waiting
 	env := fakedriver.NoGPUHost(t)
 	url, cmd, log := startServerLogged(t, env, "-init-deadline", "100ms")
 	get(t, url+health.ReadyPath) // the first readiness probe starts init

@@ -21,6 +21,11 @@ import (
 // Timeout bounds one child.
 const Timeout = 2 * time.Minute
 
+// dumpGrace is how long a hung child has to write its goroutine dump after
+// SIGQUIT: a Go child exits as soon as it has, so this only bounds one
+// that cannot.
+const dumpGrace = time.Minute
+
 // Marker is the environment variable that tells a test binary it runs as a
 // child, one per package: "GPUINIT_CUDA_TEST_CHILD".
 type Marker string
@@ -75,7 +80,9 @@ func (m Marker) Exec(t testing.TB, test string, timeout time.Duration, env ...st
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), append(env, string(m)+"=1")...)
-	r, err := hangcheck.RunWith(context.Background(), cmd, hangcheck.Limits{Timeout: timeout, Armed: armedLine})
+	// A Go child exits once it has written its goroutine dump: wait for
+	// that, however long a loaded machine takes, so that the dump is whole.
+	r, err := hangcheck.RunWith(context.Background(), cmd, hangcheck.Limits{Timeout: timeout, Armed: armedLine, Grace: dumpGrace})
 	if err != nil {
 		t.Errorf("%s: %v", test, err)
 	}

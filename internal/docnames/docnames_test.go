@@ -31,9 +31,10 @@ var qualifiers = map[string]struct{ dir, typ string }{
 	"rt": {"device", "Runtime"}, "gens": {"rng", "Generators"},
 }
 
-// gone are names the README's migration notes name as removed, beyond the
-// first column of its table of removed names: they must not exist.
-var gone = []string{"device.Backend", "device.Capability", "device.MinDriverVersion"}
+// gone are names CHANGES.md names as removed, beyond the first column of
+// its table of removed names: they must not exist.
+var gone = []string{"device.Backend", "device.Capability", "device.MinDriverVersion",
+	"device.RegisterUnavailable(name, why)", "driver.Registration.Package"}
 
 // stillThere are names in the table's first column that exist: the row
 // removes a use of them, not the name.
@@ -208,11 +209,27 @@ func check(pkgs map[string]pkg, q, chain string) string {
 	return ""
 }
 
-// readmeText is README.md without the first column of its table of removed
-// names, which lists them.
-func readmeText(t *testing.T) (text string, removed []string) {
+// markdownDocs are the repository's Markdown docs whose Go names and links
+// the tests check, by path from the root: README.md, CHANGES.md, docs/*.md
+// and dra/README.md.
+func markdownDocs(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	out := []string{"README.md", "CHANGES.md", filepath.Join("dra", "README.md")}
+	for _, d := range docs {
+		rel, err := filepath.Rel(root, d)
+		require.NoError(t, err)
+		out = append(out, rel)
+	}
+	return out
+}
+
+// docText is the Markdown doc at path without the first column of a table
+// of removed names ("| removed | use instead |"), whose names it returns.
+func docText(t *testing.T, path string) (text string, removed []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, path))
 	require.NoError(t, err)
 	var keep []string
 	inTable := false
@@ -230,7 +247,6 @@ func readmeText(t *testing.T) (text string, removed []string) {
 		}
 		keep = append(keep, line)
 	}
-	require.NotEmpty(t, removed, "README.md has its table of removed names")
 	return strings.Join(keep, "\n"), removed
 }
 
@@ -281,8 +297,13 @@ func TestTheNamesTheDocsGiveExist(t *testing.T) {
 		}
 		return out
 	}
-	readme, removed := readmeText(t)
-	assert.Empty(t, missing(readme), "README.md names these, which the code has not")
+	var removed []string
+	for _, path := range markdownDocs(t) {
+		text, gone := docText(t, path)
+		removed = append(removed, gone...)
+		assert.Empty(t, missing(text), "%s names these, which the code has not", path)
+	}
+	require.NotEmpty(t, removed, "CHANGES.md has its table of removed names")
 	for path, text := range comments(t) {
 		assert.Empty(t, missing(text), "%s's comments name these, which the code has not", path)
 	}
@@ -292,7 +313,7 @@ func TestTheNamesTheDocsGiveExist(t *testing.T) {
 		}
 		m := reference.FindStringSubmatch(name)
 		require.NotNil(t, m, name)
-		assert.NotEmpty(t, check(pkgs, m[1], m[2]), "README.md says %s was removed, but the code has it", name)
+		assert.NotEmpty(t, check(pkgs, m[1], m[2]), "CHANGES.md says %s was removed, but the code has it", name)
 	}
 }
 
@@ -315,5 +336,55 @@ func TestTheCheckFindsAMissingName(t *testing.T) {
 		m := reference.FindStringSubmatch(tc.ref)
 		require.NotNil(t, m, tc.ref)
 		assert.Equal(t, tc.missing, check(pkgs, m[1], m[2]), tc.ref)
+	}
+}
+
+// ownLink matches a doc link to a name of the comment's own package, and
+// the members written after it: [Runtime.Memory], [Stats].PassedOver,
+// [*InitError].
+var ownLink = regexp.MustCompile(`\[\*?([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*)\]((?:\.[A-Z][A-Za-z0-9_]*)*)`)
+
+// TestTheDocLinksToTheirOwnPackageExist: a doc comment's links to names of
+// its own package ([Runtime.Memory], [Stats].PassedOver) are names the
+// package has, in every package the docs name with a qualifier.
+func TestTheDocLinksToTheirOwnPackageExist(t *testing.T) {
+	pkgs := packages(t)
+	byDir := map[string]string{}
+	for q, where := range qualifiers {
+		if where.typ == "" {
+			byDir[filepath.Join(root, where.dir)] = q
+		}
+	}
+	for path, text := range comments(t) {
+		q, ok := byDir[filepath.Dir(path)]
+		if !ok {
+			continue
+		}
+		var missing []string
+		for _, m := range ownLink.FindAllStringSubmatch(text, -1) {
+			if bad := check(pkgs, q, "."+m[1]+m[2]); bad != "" && !slices.Contains(missing, bad) {
+				missing = append(missing, bad)
+			}
+		}
+		assert.Empty(t, missing, "%s's doc links name these, which package %s has not", path, q)
+	}
+}
+
+// TestTheOwnLinkCheckFindsAMissingName: the check is shown to catch a link
+// to a name, or a member after it, that is not there.
+func TestTheOwnLinkCheckFindsAMissingName(t *testing.T) {
+	pkgs := packages(t)
+	for _, tc := range []struct{ q, text, missing string }{
+		{"device", "[Runtime.Memory]", ""},
+		{"device", "[Stats].PassedOver", ""},
+		{"device", "[Stats].PassedOverX", "device.Stats.PassedOverX"},
+		{"device", "[Runtime.Nope]", "device.Runtime.Nope"},
+		{"lazy", "[*InitError]", ""},
+		{"lazy", "[*InitErr]", "lazy.InitErr"},
+		{"health", "[Health.Mount]", ""},
+	} {
+		m := ownLink.FindStringSubmatch(tc.text)
+		require.NotNil(t, m, tc.text)
+		assert.Equal(t, tc.missing, check(pkgs, tc.q, "."+m[1]+m[2]), tc.text)
 	}
 }

@@ -33,6 +33,7 @@ func TestGoroutinesKeepsWholeFramesAroundAnElisionNote(t *testing.T) {
 }
 
 func TestRunWithKeepsTheTailOfTheOutput(t *testing.T) {
+	t.Parallel() // children that mostly sleep
 	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done")
 	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 10 * time.Second, MaxOutput: 100})
 	require.NoError(t, err)
@@ -43,6 +44,7 @@ func TestRunWithKeepsTheTailOfTheOutput(t *testing.T) {
 }
 
 func TestRunWithNamesTheSignalThatEndedTheChild(t *testing.T) {
+	t.Parallel() // children that mostly sleep
 	r, err := RunWith(context.Background(), exec.Command("sh", "-c", "kill -SEGV $$"), Limits{Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, Error, r.Verdict)
@@ -55,6 +57,7 @@ func TestRunWithNamesTheSignalThatEndedTheChild(t *testing.T) {
 // stdout open, so that waiting for the child never finishes. RunWith must
 // give up on it after Reap, report it Unreaped, and return.
 func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
+	t.Parallel() // children that mostly sleep
 	pids := filepath.Join(t.TempDir(), "pids")
 	// Both sleeps' pids go to a file, so that the cleanup ends these two
 	// processes and no one else's.
@@ -84,6 +87,7 @@ func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
 // start, so a start that a loaded machine stretches is not taken for a hang;
 // a child that never writes it is hung at ArmBound.
 func TestAnArmedTimeoutCountsFromTheChildsLine(t *testing.T) {
+	t.Parallel() // children that mostly sleep
 	for _, tc := range []struct {
 		name    string
 		script  string
@@ -101,6 +105,7 @@ func TestAnArmedTimeoutCountsFromTheChildsLine(t *testing.T) {
 			Limits{Timeout: time.Hour, Armed: "go-armed"}, OK, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, err := RunWith(context.Background(), exec.Command("sh", "-c", tc.script), tc.limits)
 			require.NoError(t, err)
 			assert.Equal(t, tc.verdict, r.Verdict, "stderr: %s", r.Stderr)

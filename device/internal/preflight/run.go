@@ -30,12 +30,25 @@ const (
 // to collect its stacks, kill it, and read what it left.
 const Beyond = grace + reap + reportExit
 
+// startBound is the least time a child has to start its check (ArmedLine):
+// its process start and package inits, which a loaded machine stretches.
+// A child has its deadline for that where the deadline is longer.
+const startBound = 10 * time.Second
+
+// StartBound is how long a child with deadline may take to start its check
+// before it is judged hung: deadline, or startBound where that is longer.
+func StartBound(deadline time.Duration) time.Duration { return max(deadline, startBound) }
+
+// MaxWait is the longest one child with deadline can take: the start of its
+// check, the deadline from there, and Beyond.
+func MaxWait(deadline time.Duration) time.Duration { return StartBound(deadline) + deadline + Beyond }
+
 // Child is one preflight child to run.
 type Child struct {
 	Command  []string      // the program and its arguments; empty is this process's own binary
 	Backend  string        // the backend it checks
 	Attempt  int           // which child of the Runtime's, from 1
-	Deadline time.Duration // how long it may take
+	Deadline time.Duration // how long its check may take, from its ArmedLine
 	Env      []string      // added to this process's environment
 }
 
@@ -80,8 +93,9 @@ func self() (string, error) {
 // Run runs one child and returns its report. err is the child's own
 // failure, rebuilt (a *driver.DriverError where it was one); a *NoAnswer
 // for a child that gave none; ctx's error when ctx ended first (the child
-// is then killed); or why it could not be started. It never waits for the
-// child longer than its deadline and Beyond.
+// is then killed); or why it could not be started. The deadline counts
+// from the child's ArmedLine; a child that has not written it within
+// StartBound is hung. Run never waits for the child longer than MaxWait.
 func Run(ctx context.Context, c Child) (Report, error) {
 	command := c.Command
 	if len(command) == 0 {
@@ -144,8 +158,11 @@ func Run(ctx context.Context, c Child) (Report, error) {
 	res, runErr := hangcheck.RunWith(runCtx, cmd, hangcheck.Limits{
 		Timeout: c.Deadline, Grace: grace, Reap: reap, MaxOutput: keepBytes,
 		Started: func() { wr.Close() },
+		Armed:   ArmedLine, ArmBound: StartBound(c.Deadline),
 	})
 	wr.Close() // if it never started
+	// The armed line is the parent's marker, not the child's words.
+	res.Stderr = strings.Replace(res.Stderr, ArmedLine+"\n", "", 1)
 	stop()
 	watch.Wait()
 	// The child is gone, so its end of the pipe is closed and the reader has

@@ -14,6 +14,17 @@ var served atomic.Bool
 // Served reports whether this process called Serve.
 func Served() bool { return served.Load() }
 
+// ArmedLine is what a child writes to its stderr as its check starts: its
+// deadline counts from there, not from its process start, which a loaded
+// machine can stretch by seconds (hangcheck.Limits.Armed). Run leaves the
+// line out of the stderr it reports.
+const ArmedLine = "gpuinit: the preflight check starts"
+
+// Arm tells the parent that the child's check starts: its deadline counts
+// from now. Serve calls it; a test's child that stands in for a driver
+// calls it where its check would start.
+func Arm() { fmt.Fprintln(os.Stderr, ArmedLine) }
+
 // Serve makes this process a preflight child if it was started as one: it
 // runs check for the backend EnvChild names, writes the report to the
 // parent's pipe, and exits. Otherwise it returns at once.
@@ -29,6 +40,7 @@ func Serve(check func(backend string) Report) {
 			EnvChild, name, fd)
 		os.Exit(2)
 	}
+	Arm()
 	_ = writeReport(pipe, check(name))
 	_ = pipe.Close()
 	os.Exit(0)

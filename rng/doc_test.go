@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuinit/gpuinit/internal/docnames"
 	"github.com/stretchr/testify/require"
 )
 
-// TestTheREADMEsFirstProgramIsTheCompiledExample: the README's "Using it"
-// program is Example_fallBackToCPU's imports and body, as they are, so it
-// compiles and runs to the end on a CPU-only host; it never drifts.
-func TestTheREADMEsFirstProgramIsTheCompiledExample(t *testing.T) {
+// TestThePackageDocsProgramIsTheCompiledExample: the program in the package
+// doc's section "Falling back to the CPU" is Example_fallBackToCPU's imports
+// and body, as they are, so it compiles and runs to the end on a CPU-only
+// host; it never drifts.
+func TestThePackageDocsProgramIsTheCompiledExample(t *testing.T) {
 	src, err := os.ReadFile("example_cpu_test.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
@@ -40,14 +42,14 @@ func TestTheREADMEsFirstProgramIsTheCompiledExample(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, body)
-	want := "```go\n" + imports + "\n\n" + body + "\n```\n"
+	want := imports + "\n\n" + body + "\n"
 
-	readme, err := os.ReadFile("../README.md")
+	doc, err := docnames.PackageDoc("doc.go")
 	require.NoError(t, err)
-	_, after, ok := strings.Cut(string(readme), "## Using it\n\n")
-	require.True(t, ok, "the README has a \"## Using it\" section")
-	end := strings.Index(after, "\n```\n")
-	require.Positive(t, end, "the section starts with a Go block")
-	require.Equal(t, want, after[:end+len("\n```\n")],
-		"the README's first program is not Example_fallBackToCPU's imports and body: copy them from rng/example_cpu_test.go")
+	_, section, ok := strings.Cut(doc, "\n# Falling back to the CPU\n")
+	require.True(t, ok, "the package doc has a section \"Falling back to the CPU\"")
+	program, err := docnames.CodeAfter(section, "\n")
+	require.NoError(t, err, "the section shows a program")
+	require.Equal(t, want, program,
+		"the package doc's program is not Example_fallBackToCPU's imports and body: copy them from rng/example_cpu_test.go")
 }
