@@ -255,7 +255,7 @@
 // for Xid and ECC events. It is started at init and stopped by Shutdown. It
 // finds each GPU by UUID, and blocks in nvmlEventSetWait_v2 a second at a time.
 // Xids are classified by NVIDIA's Xid catalog (resolution buckets, edition
-// 2025-10, Xid 1 to 172, in device/internal/xid). An application's Xid (13,
+// 2025-10, Xid 1 to 172, in device/internal/drivercodes). An application's Xid (13,
 // 31, 43…) is counted, and the device stays ready. One that needs a GPU reset,
 // a reboot or service (79 fallen off the bus, 48, 94, 95, 119, 120, 64…) loses
 // the device with the Xid's name. A double-bit ECC error loses it; a
@@ -398,22 +398,50 @@
 //     the first draw, hipErrorNoBinaryForGpu (209). A ROCm that supports it, or
 //     HSA_OVERRIDE_GFX_VERSION to a supported target of the family (10.3.0, 11.0.0).
 //
+// # How a device comes up
+//
+// The walk from [Open] to a ready device, and the file of each step:
+//  1. [Open] (registry.go) finds the name and opens its backend once per
+//     [Registry], touching no driver. newRuntime (runtime.go) makes the
+//     [Runtime], whose lazy.Initializer will run initialize.
+//  2. The first [Runtime.Init], [Runtime.Start] or device call (init.go) runs
+//     initialize through lazy, once. It counts itself in the closing state
+//     (shutdown.go), so that [Runtime.Shutdown] can wait for it or name it.
+//  3. bringUpFirst (bringup.go) reads the settings (the floors, the preflight,
+//     GPUINIT_PREFLIGHT) and the visibility variables, then tries each candidate.
+//  4. tryCandidate (bringup.go) runs the preflight child first where it is on
+//     (runPreflight, preflight_run.go, through device/internal/preflight; the
+//     child runs [ServePreflight]), then the backend's Init in this process,
+//     the driver floor (floor.go) and the device query.
+//  5. A not-yet failure seen in the child is retried in a fresh child, with
+//     backoff, until RetryFor has passed. Any other failure gets its class
+//     (class.go) and is memoized as the initialization's error (errors.go).
+//  6. On success, watchAfterInit (init.go) starts the call deadline (calls.go)
+//     and the health watch (health.go), both from device/internal/watch.
+//  7. lazy runs the calls queued by [Runtime.LazyCall], in call order and under
+//     no lock; a failure is recorded with its site (calls.go). The device is ready.
+//
 // # Inside
 //
-// Inside, device is the lifecycle (open, init, watch, shutdown: lifecycle.go).
-// It sits over internal packages that call back into nothing but the
-// functions it hands them. Who imports whom:
-//   - device: device/driver, lazy, and device/internal/{callwatch, healthwatch, preflight,
-//     drivercodes, visibility, hostfs}.
-//   - device/internal/callwatch: nothing. It holds the call deadline's slots and monitor.
-//   - device/internal/healthwatch: driver. It runs the backend's health watch, and keeps each
-//     device's health and the losses.
-//   - device/internal/preflight: driver, device/internal/errkind and internal/hangcheck. It runs
-//     the child, its pipe and its report.
-//   - device/internal/errkind: driver. It is the one table of error kinds.
-//   - device/health: device, driver, lazy and device/internal/errkind.
-//   - device/cuda and device/hip: device (to register), driver, and device/internal/{dynload,
-//     drivercodes, hostmem, once, drawbuf, …}. device/cuda/cudalink, a module of its own:
+// device sits over internal packages that call back into nothing but the
+// functions it hands them. Who imports whom, within the module:
+//   - device: device/driver, device/driver/healthwatch, lazy, and
+//     device/internal/{drivercodes, host, preflight, visibility, watch}.
+//   - device/driver: device/driver/healthwatch, the health vocabulary, which imports nothing.
+//   - device/internal/watch: driver and healthwatch. It holds the call deadline's slots and
+//     monitor, runs the backend's health watch, and keeps each device's health and losses.
+//   - device/internal/preflight: driver, device/internal/drivercodes and internal/hangcheck.
+//     It runs the child, its pipe and its report.
+//   - device/internal/drivercodes: driver, healthwatch, host and visibility. The code
+//     tables, the Xid catalog and the one table of error kinds.
+//   - device/internal/host and device/internal/visibility: nothing. What the host shows
+//     (/proc, /sys, KFD's topology), and how each runtime reads its visibility variables.
+//   - device/internal/loader: driver and lazy. The one cgo package outside the backends:
+//     dlopen and symbol binding, a once for the loaded library, the bound on one draw.
+//   - device/health: device, driver, healthwatch, drivercodes and lazy.
+//   - device/cuda and device/hip: device (to register), driver, healthwatch, and
+//     device/internal/{drivercodes, host, loader}. device/cuda/cudalink, a module of its own:
 //     device/cuda/internal/linkapi and mumax's cu.
+//   - device/sim: device, driver, healthwatch, drivercodes and rng/philox.
 //   - rng: device, driver, lazy and rng/philox.
 package device
