@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/gpuinit/gpuinit/device"
 )
@@ -31,8 +32,12 @@ const healthIndent = "      "
 // the document but the placeholders themselves.
 var healthPlaceholder = &DeviceHealth{Reason: "gpuinit placeholder", Why: "gpuinit placeholder"}
 
-// placeholderJSON is healthPlaceholder as the status document holds it.
-var placeholderJSON, _ = json.MarshalIndent(healthPlaceholder, healthIndent, "  ") // it always encodes
+// placeholderJSON is healthPlaceholder as the status document holds it,
+// made at the first status served, not at every start of the process.
+var placeholderJSON = sync.OnceValue(func() []byte {
+	b, _ := json.MarshalIndent(healthPlaceholder, healthIndent, "  ") // it always encodes
+	return b
+})
 
 // healthJSON is the health of one view's devices as JSON, indexed by
 // ordinal, indented as the status document holds it. A view's health never
@@ -85,13 +90,13 @@ func (h *Health) writeStatus(w io.Writer, s Status, st device.Stats) {
 	// One pass: the devices are encoded in order, so the i'th placeholder
 	// found is the i'th device's health.
 	for _, health := range spliced {
-		at := bytes.Index(out, placeholderJSON)
+		at := bytes.Index(out, placeholderJSON())
 		if at < 0 {
 			panic("health: a device's health placeholder is missing from the status")
 		}
 		_, _ = w.Write(out[:at])
 		_, _ = w.Write(health)
-		out = out[at+len(placeholderJSON):]
+		out = out[at+len(placeholderJSON()):]
 	}
 	_, _ = w.Write(out)
 }

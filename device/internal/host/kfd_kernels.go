@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // KernelsCover reports whether dir, a rocBLAS kernel directory (a ROCm or
@@ -151,20 +152,28 @@ func tensileTarget(file string) (string, bool) {
 // read as gfx9) and its target features, each after ':' as LLVM writes them,
 // '-' as Tensile writes them in file names, or '_'.
 var (
-	targetIDPattern = regexp.MustCompile(`^(gfx[0-9]+(?:-[0-9]+)?-generic|gfx[0-9][0-9a-f]+)((?:[-:_](?:xnack|sramecc)[+-])*)$`)
-	featurePattern  = regexp.MustCompile(`(xnack|sramecc)([+-])`)
+	targetIDPattern = lazyRegexp(`^(gfx[0-9]+(?:-[0-9]+)?-generic|gfx[0-9][0-9a-f]+)((?:[-:_](?:xnack|sramecc)[+-])*)$`)
+	featurePattern  = lazyRegexp(`(xnack|sramecc)([+-])`)
 )
 
 // targetID spells a target id as LLVM does, "gfx90a:xnack-", from any of the
 // spellings targetIDPattern takes.
 func targetID(s string) (string, bool) {
-	m := targetIDPattern.FindStringSubmatch(s)
+	m := targetIDPattern().FindStringSubmatch(s)
 	if m == nil {
 		return "", false
 	}
 	id := m[1]
-	for _, f := range featurePattern.FindAllString(m[2], -1) {
+	for _, f := range featurePattern().FindAllString(m[2], -1) {
 		id += ":" + f
 	}
 	return id, true
+}
+
+// lazyRegexp compiles expr at its first use, not as the process starts:
+// every process that links gpuinit runs this package's initialization,
+// most never read a gfx target, and a preflight child's start is the
+// preflight's cost.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -28,7 +27,7 @@ func ReadNVModule() NVModule {
 	s.UVM = exists(filepath.Join(dev, "nvidia-uvm"))
 	matches, _ := filepath.Glob(filepath.Join(dev, "nvidia[0-9]*"))
 	for _, m := range matches {
-		if nvidiaNode.MatchString(filepath.Base(m)) {
+		if isNVIDIANode(filepath.Base(m)) {
 			s.GPUs = append(s.GPUs, m)
 		}
 	}
@@ -36,7 +35,12 @@ func ReadNVModule() NVModule {
 	return s
 }
 
-var nvidiaNode = regexp.MustCompile(`^nvidia[0-9]+$`)
+// isNVIDIANode says whether name is a GPU's device node, nvidia and its
+// index (nvidia0), not nvidiactl or nvidia-uvm.
+func isNVIDIANode(name string) bool {
+	index, ok := strings.CutPrefix(name, "nvidia")
+	return ok && index != "" && strings.Trim(index, "0123456789") == ""
+}
 
 // maxVersionLine bounds the module's version line that ReadNVModule keeps.
 const maxVersionLine = 4096

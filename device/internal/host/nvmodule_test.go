@@ -73,6 +73,19 @@ func TestGPUNodesAreOnlyTheNumberedOnes(t *testing.T) {
 	assert.True(t, s.UVM)
 }
 
+// TestANodeIsAGPUsByItsNameAlone: nvidia and an index, as the driver names a
+// GPU's node; never the control, UVM, modeset or caps nodes.
+func TestANodeIsAGPUsByItsNameAlone(t *testing.T) {
+	for name, gpu := range map[string]bool{
+		"nvidia0": true, "nvidia7": true, "nvidia12": true,
+		"nvidia": false, "nvidiactl": false, "nvidia-uvm": false, "nvidia-uvm-tools": false,
+		"nvidia-modeset": false, "nvidia-caps": false, "nvidia0a": false, "nvidia-1": false,
+		"xnvidia0": false, "": false,
+	} {
+		assert.Equal(t, gpu, isNVIDIANode(name), name)
+	}
+}
+
 // FuzzRead checks ReadNVModule on any /proc/driver/nvidia/version: a version file
 // that is there means the module is loaded, whatever it holds, and its line
 // is one short line.

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -39,10 +40,10 @@ var (
 	// runtimeReport is the first line of the Go runtime's report of a
 	// death: a panic, a fatal error, or a signal it caught (a fault in C
 	// code arrives so: "SIGSEGV: segmentation violation").
-	runtimeReport = regexp.MustCompile(`^(panic: |fatal error: |SIG[A-Z]+: )`)
+	runtimeReport = lazyRegexp(`^(panic: |fatal error: |SIG[A-Z]+: )`)
 	// goroutineHeader starts a goroutine's stack: "goroutine 1 [running]:",
 	// or with GOTRACEBACK=system "goroutine 1 gp=0x... m=0 mp=0x... [running]:".
-	goroutineHeader = regexp.MustCompile(`^goroutine \d+ .*\[.*\]:$`)
+	goroutineHeader = lazyRegexp(`^goroutine \d+ .*\[.*\]:$`)
 )
 
 // parseDeath reads how a Go child died from its stderr. A child that is not
@@ -51,7 +52,7 @@ func parseDeath(stderr string) death {
 	lines := strings.Split(stderr, "\n")
 	start := -1
 	for i, l := range lines {
-		if runtimeReport.MatchString(l) {
+		if runtimeReport().MatchString(l) {
 			start = i
 			break
 		}
@@ -71,7 +72,7 @@ func parseDeath(stderr string) death {
 	}
 	d.Report = bound(strings.Join(report, " | "), maxDeathReport)
 	for ; i < len(lines); i++ {
-		if goroutineHeader.MatchString(lines[i]) {
+		if goroutineHeader().MatchString(lines[i]) {
 			d.Frame, d.Call = failingFrame(lines[i+1:])
 			break
 		}
@@ -93,7 +94,7 @@ func failingFrame(lines []string) (frame, call string) {
 			break
 		}
 		if call == "" {
-			if m := cgoCall.FindStringSubmatch(fn); m != nil {
+			if m := cgoCall().FindStringSubmatch(fn); m != nil {
 				call = m[1]
 			}
 		}
@@ -165,4 +166,11 @@ func bound(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// lazyRegexp compiles expr at its first use, not as the process starts:
+// the patterns read a dead child's stderr, which most processes never see,
+// and every preflight child starts by initializing this package.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,7 +190,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 		d := parseDeath(res.Stderr)
 		na.Report, na.Panicked, na.Frame, na.Call = d.Report, d.Panicked, d.Frame, d.Call
 	}
-	switch m := fatalSignal.FindStringSubmatch(res.Stderr); {
+	switch m := fatalSignal().FindStringSubmatch(res.Stderr); {
 	case res.Signal != 0:
 		// Under GOTRACEBACK=crash a Go panic ends so too (SIGABRT):
 		// Panicked still says what it was.
@@ -203,7 +202,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 	}
 	if na.Hung {
 		na.Stacks = hangcheck.Goroutines(res.Stderr, 12, "gpuinit/")
-		if m := cgoCall.FindStringSubmatch(res.Stderr); m != nil {
+		if m := cgoCall().FindStringSubmatch(res.Stderr); m != nil {
 			na.Call = m[1]
 		}
 	}
@@ -214,11 +213,11 @@ func Run(ctx context.Context, c Child) (Report, error) {
 var (
 	// cgoCall finds the C function a goroutine dump shows a call into, as cgo
 	// names it: _Cfunc_gpuinit_cuInit is the shim's wrapper of cuInit.
-	cgoCall = regexp.MustCompile(`_Cfunc_(?:gpuinit_)?(\w+)`)
+	cgoCall = lazyRegexp(`_Cfunc_(?:gpuinit_)?(\w+)`)
 	// fatalSignal finds the signal a Go child reports when it crashed:
 	// "SIGSEGV: segmentation violation" for a fault in C code, "[signal
 	// SIGSEGV: ...]" for one in Go.
-	fatalSignal = regexp.MustCompile(`(?m)^(SIG[A-Z]+): |\[signal (SIG[A-Z]+)`)
+	fatalSignal = lazyRegexp(`(?m)^(SIG[A-Z]+): |\[signal (SIG[A-Z]+)`)
 )
 
 // signalName spells a signal as its constant: "SIGSEGV".
