@@ -98,6 +98,34 @@ func TestReentryWithinPackage(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "reentry/local")
 }
 
+// reentryForms are the forms in which a command gives its cache a loader,
+// or its queue a hook, that calls back into it (issue 39): each directory
+// under testdata/src/forms holds the program, which deadlocks, and quiet/,
+// the same program with the re-entry removed (the loader locks a mutex of
+// another type), which runs. cmd/lockedcall's TestReentryDeadlocks runs
+// them.
+var reentryForms = []string{
+	"ctorlocal",   // an exported constructor's parameter; the cache in a local
+	"ctormain",    // the same, the cache in a package variable set in main
+	"ctorinit",    // the same, the cache in a package variable set in init
+	"option",      // a functional option's parameter, stored by its closure
+	"config",      // a config struct's field, nil for the package's default
+	"setter",      // a setter method's parameter
+	"methodvalue", // a method value as the constructor's argument
+}
+
+// TestReentryForms proves re-entry in each form, whatever the export status
+// of the constructor, option or setter in a command, and none where the
+// loader locks another type's mutex.
+func TestReentryForms(t *testing.T) {
+	defer lockedcall.SetSummaryFacts(false)()
+	for _, form := range reentryForms {
+		t.Run(form, func(t *testing.T) {
+			analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "forms/"+form, "forms/"+form+"/quiet")
+		})
+	}
+}
+
 // TestDependencyDefaults proves that a dependency's field, filled by its
 // constructor with its own default and changed only through its setter, is
 // not from outside where the module never calls the setter with code from

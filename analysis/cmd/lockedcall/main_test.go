@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,37 +114,113 @@ func writeFile(t *testing.T, name, content string) {
 	}
 }
 
-// TestReentryDeadlocks runs issue 31's program (lockedcall's testdata
-// reentry/internal/cache and reentry/cmd/app, as a module of their own) in
-// a child and sees it die of the deadlock that lockedcall reports for it.
+// TestReentryDeadlocks runs, in a child, each program for which lockedcall
+// proves a re-entry, and sees it die of that deadlock, beside the finding:
+// issue 31's cache (lockedcall's testdata reentry/internal/cache and
+// reentry/cmd/app) and issue 39's forms (testdata forms/*, each form's
+// program with its // want comment). The quiet/ program of each form, the
+// same with the re-entry removed, runs to its end and has no finding.
 func TestReentryDeadlocks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the command and runs a program that deadlocks")
+		t.Skip("builds the command and runs programs that deadlock")
 	}
 	bin := filepath.Join(t.TempDir(), "lockedcall")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dir := t.TempDir()
-	src := filepath.Join("..", "..", "lockedcall", "testdata", "src", "reentry")
-	for _, pkg := range []string{filepath.Join("internal", "cache"), filepath.Join("cmd", "app")} {
-		copyDir(t, filepath.Join(src, pkg), filepath.Join(dir, pkg))
-	}
-	writeFile(t, filepath.Join(dir, "go.mod"), "module reentry\n\ngo 1.26\n")
+	testdata := filepath.Join("..", "..", "lockedcall", "testdata", "src")
 
-	stdout, stderr, code := runIn(t, dir, "go", "run", "./cmd/app")
+	t.Run("issue31", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, pkg := range []string{filepath.Join("internal", "cache"), filepath.Join("cmd", "app")} {
+			copyDir(t, filepath.Join(testdata, "reentry", pkg), filepath.Join(dir, pkg))
+		}
+		writeFile(t, filepath.Join(dir, "go.mod"), "module reentry\n\ngo 1.26\n")
+		expectDeadlock(t, dir, "./cmd/app")
+		stdout, stderr, code := runIn(t, dir, bin, "./...")
+		want := regexp.MustCompile(`cmd/app/main\.go:14:6: call of cache\.New passes a func literal, which package cache calls while c\.mu is held \(cache\.go:27\), and it locks it again; deadlocks if it runs: Get → c\.loader → \(main's closure\) → Get → c\.mu\.Lock\n`)
+		if code != 3 || !want.Match(stdout) || bytes.Count(stdout, []byte("\n")) != 1 {
+			t.Errorf("lockedcall ./...: exit status %d, want 3 and the one finding %s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		}
+	})
+
+	t.Run("forms", func(t *testing.T) {
+		dir := t.TempDir()
+		forms, err := os.ReadDir(filepath.Join(testdata, "forms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(forms) == 0 {
+			t.Fatal("no forms under testdata/src/forms")
+		}
+		for _, f := range forms {
+			name := f.Name()
+			copyDir(t, filepath.Join(testdata, "forms", name), filepath.Join(dir, name))
+			copyDir(t, filepath.Join(testdata, "forms", name, "quiet"), filepath.Join(dir, name, "quiet"))
+		}
+		writeFile(t, filepath.Join(dir, "go.mod"), "module forms\n\ngo 1.26\n")
+		stdout, stderr, code := runIn(t, dir, bin, "./...")
+		if code != 3 {
+			t.Errorf("lockedcall ./...: exit status %d, want 3\nstderr:\n%s", code, stderr)
+		}
+		findings := strings.Split(strings.TrimSuffix(string(stdout), "\n"), "\n")
+		if len(findings) != len(forms) {
+			t.Errorf("lockedcall ./...: %d findings, want one for each of the %d forms:\n%s", len(findings), len(forms), stdout)
+		}
+		for _, f := range forms {
+			name := f.Name()
+			t.Run(name, func(t *testing.T) {
+				line, want := wantComment(t, filepath.Join(dir, name, "main.go"))
+				at := fmt.Sprintf("%s/main.go:%d:", name, line)
+				found := false
+				for _, fd := range findings {
+					if rest, ok := strings.CutPrefix(fd, at); ok {
+						_, msg, _ := strings.Cut(rest, ": ")
+						found = want.MatchString(msg)
+					}
+				}
+				if !found {
+					t.Errorf("no finding at %s matching %s:\n%s", at, want, stdout)
+				}
+				expectDeadlock(t, dir, "./"+name)
+				out, errOut, code := runIn(t, dir, "go", "run", "./"+name+"/quiet")
+				if code != 0 {
+					t.Errorf("go run ./%s/quiet: exit status %d, want 0\nstdout:\n%s\nstderr:\n%s", name, code, out, errOut)
+				}
+			})
+		}
+	})
+}
+
+// expectDeadlock runs a program with go run in dir and expects the
+// runtime's report of a deadlock.
+func expectDeadlock(t *testing.T, dir, pkg string) {
+	t.Helper()
+	stdout, stderr, code := runIn(t, dir, "go", "run", pkg)
 	if code == 0 || !bytes.Contains(stderr, []byte("fatal error: all goroutines are asleep - deadlock!")) {
-		t.Errorf("go run ./cmd/app: exit status %d, want the runtime's deadlock\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-
-	stdout, stderr, code = runIn(t, dir, bin, "./...")
-	want := regexp.MustCompile(`cmd/app/main\.go:14:6: call of cache\.New passes a func literal, which package cache calls while c\.mu is held \(cache\.go:27\), and it locks it again; deadlocks if it runs: Get → c\.loader → \(main's closure\) → Get → c\.mu\.Lock\n`)
-	if code != 3 || !want.Match(stdout) || bytes.Count(stdout, []byte("\n")) != 1 {
-		t.Errorf("lockedcall ./...: exit status %d, want 3 and the one finding %s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		t.Errorf("go run %s: exit status %d, want the runtime's deadlock\nstdout:\n%s\nstderr:\n%s", pkg, code, stdout, stderr)
 	}
 }
 
-// copyDir copies the files of one directory.
+// wantComment returns the line of the one // want comment in a file and its
+// pattern, as analysistest reads a back-quoted one.
+func wantComment(t *testing.T, file string) (int, *regexp.Regexp) {
+	t.Helper()
+	content, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := regexp.MustCompile("// want `([^`]*)`")
+	for i, l := range strings.Split(string(content), "\n") {
+		if m := comment.FindStringSubmatch(l); m != nil {
+			return i + 1, regexp.MustCompile(m[1])
+		}
+	}
+	t.Fatalf("%s has no // want comment", file)
+	return 0, nil
+}
+
+// copyDir copies the files of one directory, not its subdirectories.
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
 	entries, err := os.ReadDir(from)
@@ -154,6 +231,9 @@ func copyDir(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		content, err := os.ReadFile(filepath.Join(from, e.Name()))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,45 @@
+// Command ctormain is issue 39's program: the loader goes through an
+// exported constructor into a field, and the cache is a package variable
+// that main sets. It dies with "all goroutines are asleep - deadlock!".
+package main
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Cache loads each key once, with its loader, under c.mu.
+type Cache struct {
+	mu     sync.Mutex
+	items  map[string]int
+	loader func(string) int
+}
+
+// Get returns the value of key, loading it under c.mu if need be.
+func (c *Cache) Get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.items[key]; ok {
+		return v
+	}
+	v := c.loader(key) // want `call of c.loader while c.mu is held locks it again; deadlocks if it runs: Get → c.loader → \(main's closure\) → Get → c.mu.Lock`
+	c.items[key] = v
+	return v
+}
+
+// NewCache returns a cache that loads missing keys with loader.
+func NewCache(loader func(string) int) *Cache {
+	return &Cache{items: map[string]int{}, loader: loader}
+}
+
+var cache *Cache
+
+func main() {
+	cache = NewCache(func(key string) int {
+		if key == "derived" {
+			return cache.Get("base") + 1
+		}
+		return 41
+	})
+	fmt.Println(cache.Get("base"), cache.Get("derived"))
+}
