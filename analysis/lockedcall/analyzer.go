@@ -88,7 +88,7 @@ type checker struct {
 	heldSites        map[ssa.Instruction]siteLock    // static calls of the package's functions made holding a lock
 	exporting        bool                            // exportHooks is asking: an unset hook may still be exported
 	outsideHooks     map[HookRef]bool                // hooks that imported packages set from outside; built on first use
-	fieldSetters     map[*types.Func]*FieldSetter    // the package's setters of defaulted fields (defaults.go)
+	fieldSetters     map[types.Object]*FieldSetter   // the package's ways into defaulted fields (defaults.go)
 	setterSet        setters                         // setters called here and below; built on first use
 
 	// For internal packages (sources.go, obligation.go, obligcheck.go).

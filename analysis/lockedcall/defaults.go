@@ -10,33 +10,48 @@ import (
 
 // A dependency's function field that its constructor fills with its own
 // default, and that other code can only change through the dependency's
-// setters, holds the dependency's code until someone calls a setter:
+// setters or its config struct's fields, holds the dependency's code until
+// someone calls a setter or fills that config field:
 //
 //	func newConn(...) *Conn { c := &Conn{...}; c.SetPongHandler(nil); return c } // h == nil: its own no-op
 //	func (c *Conn) NextReader() (...) { ... c.handlePong(...) ... }
 //
+//	func NewCache(cfg *Config) *Cache {
+//		c := &Cache{keyToHash: cfg.KeyToHash}
+//		if c.keyToHash == nil {
+//			c.keyToHash = defaultHash // a Config without KeyToHash: its own
+//		}
+//		...
+//	}
+//
 // NextReader's CallSummary fact names c.handlePong, a field reached from its
 // receiver. Where a module calls NextReader under its lock and never calls
 // SetPongHandler with code from outside, the field holds gorilla/websocket's
-// own handler, and the call is not reported. The rule:
+// own handler, and the call is not reported; so for the cache where the
+// module never stores code from outside in Config.KeyToHash. The rule:
 //
-//   - the dependency's package exports, with the callback, the functions whose
-//     parameters are the only ways into the field (Callback.SetBy): the field is
-//     unexported, its address never leaves the package, and every store in it
-//     is the package's own visible code or one of those parameters;
-//   - each such function carries a FieldSetter fact naming the parameters;
+//   - the dependency's package exports, with the callback, the ways into the
+//     field (Callback.SetBy): the functions whose parameters, and the
+//     exported fields (a config struct's) whose values, are the only ways
+//     in: the field is unexported, its address never leaves the package,
+//     and every store in it is the package's own visible code, one of those
+//     parameters, or a value loaded from one of those fields;
+//   - each such function or field carries a FieldSetter fact;
 //   - a package of another module that calls the chain is silent about it
 //     unless it, or a package of its module that it imports, calls one of
 //     those functions with something other than visible code at such a
-//     parameter, takes it as a value, or calls an interface method of that
-//     name that takes a function (its SetterCalls fact).
+//     parameter, takes it as a value, stores something other than visible
+//     code in one of those fields or lets its address go, or calls an
+//     interface method of a setter's name that takes a function (its
+//     SetterCalls fact).
 
 // FieldSetter is the fact lockedcall exports for a function through whose
-// parameters other packages fill an unexported function field that the
-// package calls (the only ways in, with its own defaults): gorilla/websocket's
-// (*Conn).SetPongHandler.
+// parameters, or an exported field (a config struct's) through whose values,
+// other packages fill an unexported function field that the package calls
+// (the only ways in, with its own defaults): gorilla/websocket's
+// (*Conn).SetPongHandler, or a cache's Config.KeyToHash.
 type FieldSetter struct {
-	Params []int    // the parameters stored in the fields (0 is a method's receiver)
+	Params []int    // the parameters stored in the fields (0 is a method's receiver); none for a field
 	Fields []string // the fields, as the package spells them
 }
 
@@ -49,11 +64,13 @@ func (f *FieldSetter) String() string {
 
 // SetterCalls is the package fact lockedcall exports for a package that
 // calls a function with a FieldSetter fact with code that may be from
-// outside, takes one as a value, or calls an interface method of a setter's
-// name with a function, or that imports a package of its module that does: where it is
-// imported, the fields those functions set may hold that code.
+// outside, takes one as a value, stores such code in a field with a
+// FieldSetter fact or lets its address go, or calls an interface method of
+// a setter's name with a function, or that imports a package of its module
+// that does: where it is imported, the fields those setters set may hold
+// that code.
 type SetterCalls struct {
-	Funcs   []string // the functions, by types.Func.FullName
+	Funcs   []string // the functions, by types.Func.FullName, and config fields (see setterName)
 	Methods []string // interface methods of a setter's name called with a function value
 }
 
@@ -74,10 +91,12 @@ type setters struct {
 	funcs, methods map[string]bool
 }
 
-// fieldDefault returns the functions whose parameters are the only ways
-// into the field that callback o of fn calls, when that field is an
-// unexported function field of this package that otherwise holds only its
-// own code; ok is false when anything else may be stored there.
+// fieldDefault returns the ways into the field that callback o of fn calls
+// (setterName of each), when that field is an unexported function field of
+// this package that otherwise holds only its own code: parameters of
+// functions (setters, constructors), and exported fields of its types
+// (config fields) whose values are stored in it. ok is false when anything
+// else may be stored there.
 func (c *checker) fieldDefault(fn *ssa.Function, o outCall) (setBy []string, ok bool) {
 	if o.param < 0 || o.param >= len(fn.Params) || len(o.steps) == 0 {
 		return nil, false
@@ -91,28 +110,56 @@ func (c *checker) fieldDefault(fn *ssa.Function, o outCall) (setBy []string, ok 
 		return nil, false
 	}
 	for _, e := range s.entries {
-		obj, isFunc := e.obj.(*types.Func)
-		if !isFunc || e.param < 0 {
-			return nil, false // an exported field or variable: anyone may store there
+		switch obj := e.obj.(type) {
+		case *types.Func:
+			if e.param < 0 {
+				return nil, false
+			}
+			c.addFieldSetter(obj, e.param, f)
+		case *types.Var:
+			if !obj.IsField() {
+				return nil, false // an exported package variable: anyone may store there, unseen
+			}
+			c.addFieldSetter(obj, -1, f)
+		default:
+			return nil, false
 		}
-		setBy = append(setBy, obj.FullName())
-		if c.fieldSetters == nil {
-			c.fieldSetters = map[*types.Func]*FieldSetter{}
-		}
-		fs := c.fieldSetters[obj]
-		if fs == nil {
-			fs = &FieldSetter{}
-			c.fieldSetters[obj] = fs
-		}
-		if !slices.Contains(fs.Params, e.param) {
-			fs.Params = append(fs.Params, e.param)
-		}
-		if !slices.Contains(fs.Fields, f.Name()) {
-			fs.Fields = append(fs.Fields, f.Name())
-		}
+		setBy = append(setBy, setterName(e.obj))
 	}
 	slices.Sort(setBy)
 	return slices.Compact(setBy), true
+}
+
+// addFieldSetter records that param of the function obj (-1 for the field
+// obj) is stored in the defaulted field f.
+func (c *checker) addFieldSetter(obj types.Object, param int, f *types.Var) {
+	if c.fieldSetters == nil {
+		c.fieldSetters = map[types.Object]*FieldSetter{}
+	}
+	fs := c.fieldSetters[obj]
+	if fs == nil {
+		fs = &FieldSetter{}
+		c.fieldSetters[obj] = fs
+	}
+	if param >= 0 && !slices.Contains(fs.Params, param) {
+		fs.Params = append(fs.Params, param)
+	}
+	if !slices.Contains(fs.Fields, f.Name()) {
+		fs.Fields = append(fs.Fields, f.Name())
+	}
+}
+
+// setterName names a way into a defaulted field in Callback.SetBy and
+// SetterCalls.Funcs: a function's types.Func.FullName, a field's package
+// path, type and name (example.com/kv.Config.KeyToHash).
+func setterName(obj types.Object) string {
+	if fn, ok := obj.(*types.Func); ok {
+		return fn.FullName()
+	}
+	if ref, ok := hookRef(obj); ok {
+		return ref.Pkg + "." + ref.Name
+	}
+	return obj.Pkg().Path() + "." + obj.Name()
 }
 
 // exportFieldSetters exports the FieldSetter facts fieldDefault found.
@@ -164,10 +211,20 @@ func (c *checker) setterCalls() setters {
 			}
 		}
 	}
+	for _, f := range inIndexOrder(ix, ix.fieldStores) {
+		if c.configFieldOf(f) && (ix.escaped[f] || !c.allVisible(ix.fieldStores[f])) {
+			s.funcs[setterName(f)] = true
+		}
+	}
 	for _, k := range inIndexOrder(ix, ix.escaped) {
-		if fn, ok := k.(*ssa.Function); ok {
-			if fs, obj := c.fieldSetterOf(fn); fs != nil {
+		switch k := k.(type) {
+		case *ssa.Function:
+			if fs, obj := c.fieldSetterOf(k); fs != nil {
 				s.funcs[obj.FullName()] = true
+			}
+		case *types.Var:
+			if c.configFieldOf(k) {
+				s.funcs[setterName(k)] = true
 			}
 		}
 	}
@@ -215,6 +272,17 @@ func (c *checker) fieldSetterOf(fn *ssa.Function) (*FieldSetter, *types.Func) {
 		return nil, nil
 	}
 	return &fs, obj
+}
+
+// configFieldOf reports whether f is a field of another module's package
+// with a FieldSetter fact: a config field whose value that package stores
+// in a field it otherwise fills with its own default.
+func (c *checker) configFieldOf(f *types.Var) bool {
+	if f.Pkg() == nil || f.Pkg() == c.pass.Pkg || !f.IsField() || c.sameModule(f.Pkg().Path()) {
+		return false
+	}
+	var fs FieldSetter
+	return c.pass.ImportObjectFact(f, &fs)
 }
 
 // setterMethodNames returns the names of the methods with a FieldSetter fact

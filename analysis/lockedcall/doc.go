@@ -185,11 +185,14 @@
 //     importers;
 //   - a field of a package of another module that is unexported, whose
 //     address stays in its package, and that the package fills only with its
-//     own code or through its setters' parameters (gorilla/websocket's
-//     handlePong, set by its constructor to its own no-op): the dependency's
-//     default, where the calling package and the module's packages it imports
-//     call no setter with code that may be from outside (FieldSetter and
-//     SetterCalls facts).
+//     own code, through its setters' parameters, or from its config
+//     struct's exported fields (gorilla/websocket's handlePong, set by its
+//     constructor to its own no-op; a cache's keyToHash, stored from
+//     Config.KeyToHash and set to the package's own hash where that is
+//     nil): the dependency's default, where the calling package and the
+//     module's packages it imports call no setter with code that may be
+//     from outside and store no such code in those config fields
+//     (FieldSetter and SetterCalls facts).
 //
 // # Internal packages
 //
@@ -341,7 +344,10 @@
 //     function value, is reported as the same.
 //   - A dependency's field is trusted to hold its default where the calling
 //     package and the module's packages it imports call none of its setters
-//     with code from outside: a setter called by a package that the caller
-//     does not import (the module's users, a sibling package) is not seen.
+//     with code from outside and store none in its config fields: a setter
+//     called, or a config filled, by a package that the caller does not
+//     import (the module's users, a sibling package) is not seen, and
+//     neither is a config struct copied in whole from one the module did
+//     not fill (a parameter's *cfg).
 //   - Reflection, unsafe and go:linkname are not modelled.
 package lockedcall

@@ -135,6 +135,15 @@ func TestDependencyDefaults(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/ws", "wsuser/quiet", "wsuser/setter", "wsuser/loud")
 }
 
+// TestConfigDefaults proves that a dependency's field, filled by its
+// constructor from its config's field and with its own default where that
+// is nil, is not from outside where the module never stores code from
+// outside in that config field (quiet), and is where a package of the
+// module does (loud, through filler).
+func TestConfigDefaults(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/kv", "kvuser/quiet", "kvuser/filler", "kvuser/loud")
+}
+
 // TestUnimportableExports proves that a command's exported hooks, variables
 // and functions, which no other package can import, are its own (tool), and
 // that the same shape in an importable package is its API, from outside
