@@ -102,6 +102,7 @@ type checker struct {
 	modPkgs       []*types.Package              // see modulePackages
 	dirSet        *directiveSet                 // see directives
 
+	initOnly  *[]*ssa.Global                  // see initOnlyVars; nil until asked
 	acquired  map[*ssa.Function][]Acquisition // what each function may lock (reentry.go)
 	modCode   map[string]bool                 // see moduleCode
 	reentries []finding                       // proven re-entries found by the flows
@@ -172,15 +173,19 @@ func run(pass *analysis.Pass) (any, error) {
 		c.exportAcquires(funcs)
 	}
 	// Locked helpers, and the obligations of the packages called, serve
-	// findings alone, unless the package is internal: its own obligations
-	// are the findings it defers to its callers.
-	if !factsOnly || c.deferring() {
+	// findings alone, unless the package is internal or defers the calls of
+	// its exported variables: its own obligations are the findings it
+	// defers to its callers. Asked here in both modes, for the same facts.
+	defersVars := c.defersVars()
+	if !factsOnly || c.deferring() || defersVars {
 		helpers := c.lockedHelpers()
 		findings = dropCoveredChains(findings, c.helperFindings(helpers), helpers)
 		findings = c.deferToCallers(findings)
 		findings = append(findings, c.checkObligations(funcs, findings)...)
-		if c.deferring() {
+		if c.deferring() || defersVars {
 			c.exportObligations()
+		}
+		if c.deferring() {
 			c.exportPromises()
 		}
 		findings = append(findings, c.reentries...)

@@ -74,9 +74,23 @@
 //
 // The code followed is a static call of the module's function (a direct
 // self-deadlock), a function value whose every value the package's stores
-// show (a method value in a field, a hook set in init, a parameter of an
-// unexported function), and the module's code passed to or stored in an
-// internal package's way in that it calls under a lock (an obligation). Each
+// show, and the module's code passed to or stored in a way into another
+// package that it calls under a lock (an obligation). A function value is
+// followed to where it comes from, whichever way that is written: a field
+// or package variable through every store in the package (composite
+// literals, a config struct's field, a package variable set in main or
+// init), a parameter through every call of a function that only the package
+// calls (an unexported one; in a command, which nothing imports, an
+// exported constructor, option or setter too), locals, captured variables,
+// method values, and the results of the package's functions:
+//
+//	cache = NewCache(func(k string) int { return cache.Get("base") + 1 }) // in package main: Get → c.loader → (main's closure) → Get → c.mu.Lock
+//	q.SetHook(func(v int) { q.Push(v + 1) })                            // Push → q.hook → (main's closure) → Push → q.mu.Lock
+//
+// Where the values are not all known (a parameter of an exported function
+// of a package others can import, an exported field there, a value from
+// another module), the call is reported as a call of code from outside, as
+// above, and not followed. Each
 // function's locks are summarized, through the static calls it makes, and
 // exported as an Acquires fact for the packages that call it. An RLock
 // followed by a Lock of the same RWMutex is reported, and so is an RLock
@@ -181,8 +195,26 @@
 //     (package main) or an external test package, which no package imports:
 //     they are judged as unexported ones are. An exported name of a package
 //     that others can import is its API and stays from outside, even where
-//     only the module stores there: the analysis sees the module, not its
-//     importers;
+//     only the module stores there (the analysis sees the module, not its
+//     importers), except a package variable stored only by its initializer
+//     (next);
+//   - an exported package variable of a package others can import (not an
+//     internal one, whose hooks are judged above) that the package stores
+//     only in its initializer, with its own visible code, and whose address
+//     it never hands out (var Library = String("APP_LIBRARY"), String
+//     returning a closure over os.Getenv): the package's own code until
+//     someone assigns it. Its calls under the package's locks are left to
+//     whoever assigns it, as an Obligations fact on the variable (see
+//     Internal packages): a package that stores in it, of the module or an
+//     importer's, is reported where it stores code from outside, and as a
+//     proven re-entry where the module's code it stores locks a held mutex
+//     again. The module's other packages judge it by its VisibleHook fact,
+//     as a hook of an internal package: it is from outside where they, or
+//     a package of the module they import, store code from outside in it
+//     (an OutsideHooks fact). An importer that assigns it must know that
+//     what it stores runs under those locks: lockedcall tells it where it
+//     analyzes the importer with the variable's facts (as go vet does), and
+//     nothing does where it does not;
 //   - a field of a package of another module that is unexported, whose
 //     address stays in its package, and that the package fills only with its
 //     own code, through its setters' parameters, or from its config
@@ -223,7 +255,9 @@
 // that every call of the method in that package passes the module's own
 // code. A func literal stored only in unexported fields gets, as parameters,
 // what the package's calls of those fields pass. A finding that a directive
-// suppresses stays where it is, and is not passed on.
+// suppresses stays where it is, and is not passed on. A package that others
+// can import leaves obligations only on its exported package variables that
+// its initializer alone stores (see What counts as outside).
 //
 // The result of a method call on an interface of an internal package of the
 // module is visible code when every implementation the package can see (the
@@ -349,5 +383,15 @@
 //     import (the module's users, a sibling package) is not seen, and
 //     neither is a config struct copied in whole from one the module did
 //     not fill (a parameter's *cfg).
+//   - An exported package variable of a public package is the package's
+//     own code only where its initializer is its only store: one that
+//     init() or a setter stores is its API, from outside. A store in it is
+//     checked only where lockedcall analyzes the storing package; a
+//     package of the module that the caller does not import (a sibling,
+//     the module's users) may store in it unseen by the caller.
+//   - Proven re-entry behind a function value follows what the package's
+//     stores show, eight values and eight steps deep at most; a value that
+//     comes from where the stores do not show (another module, a map or
+//     slice element, the result of a call of another package) is left out.
 //   - Reflection, unsafe and go:linkname are not modelled.
 package lockedcall

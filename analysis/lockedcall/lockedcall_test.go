@@ -144,6 +144,18 @@ func TestConfigDefaults(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "example.com/kv", "kvuser/quiet", "kvuser/filler", "kvuser/loud")
 }
 
+// TestInitOnlyVariables proves that an exported package variable of a
+// public package, stored only by its initializer with the package's own
+// code, is the package's own code: its calls under the package's lock
+// become an obligation on the variable (env), the module's packages that
+// call it under their locks are silent (app), each store in it is checked
+// (override: a parameter and a re-entry reported, its own reader not), and
+// a package that imports one that stores code from outside is not silent
+// (useover). A variable that a setter or init stores is its API (env).
+func TestInitOnlyVariables(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "pubvar/env", "pubvar/app", "pubvar/override", "pubvar/useover")
+}
+
 // TestUnimportableExports proves that a command's exported hooks, variables
 // and functions, which no other package can import, are its own (tool), and
 // that the same shape in an importable package is its API, from outside

@@ -147,7 +147,7 @@ func (c *checker) ownsHook(obj types.Object) bool {
 	if !obj.Exported() || unimportable(pkg) {
 		return pkg == c.pass.Pkg
 	}
-	return isInternal(pkg.Path()) && (pkg == c.pass.Pkg || c.sameModule(pkg.Path()))
+	return isInternal(pkg.Path()) && (pkg == c.pass.Pkg || c.sameModule(pkg.Path())) || c.moduleVar(obj)
 }
 
 // moduleHook is the rest of the verdict on a hook whose stores in this
@@ -227,6 +227,7 @@ func (c *checker) hookResultsVisible(g *ssa.Global, i int) bool {
 // sets it decides.
 func (c *checker) exportHooks(pkg *ssa.Package) {
 	if !isInternal(c.pass.Pkg.Path()) {
+		c.exportInitOnlyHooks()
 		return
 	}
 	c.exporting = true

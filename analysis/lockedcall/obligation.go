@@ -11,10 +11,13 @@ import (
 // way into the package through which comes a function value that the package
 // calls while it holds a lock: a parameter of an exported function or method
 // (and of the package's interface methods that the method implements), or an
-// exported field or package variable. The package does not report the call,
-// since only its module can pass or store that value and it cannot see what
-// the module passes; the module's packages check each call of the function and
-// each store in the field or variable instead (see checkObligations):
+// exported field or package variable; and, in a package others can import,
+// for an exported package variable that only its initializer stores (see
+// initOnlyVars). The package does not report the call, since only its
+// module can pass or store that value (or, for such a variable, whoever
+// assigns it) and it cannot see what they pass; the packages that call the
+// function or store in the field or variable check each call and store
+// instead (see checkObligations):
 //
 //	newTr, err := transport.NewHTTP2Client(ctx, cc.ctx, addr, copts, onClose) // silent when onClose is the caller's own code
 //
@@ -113,7 +116,7 @@ func (c *checker) deferring() bool {
 // directive suppresses stays where it is, suppressed: its callers are not
 // asked again.
 func (c *checker) deferToCallers(findings []finding) []finding {
-	if !c.deferring() {
+	if !c.deferring() && !c.defersVars() {
 		return findings
 	}
 	dirs := c.directives()
@@ -125,7 +128,7 @@ func (c *checker) deferToCallers(findings []finding) []finding {
 			continue
 		}
 		src := c.findingSources(fd)
-		if !src.ok {
+		if !c.deferrable(src) {
 			kept = append(kept, *fd)
 			continue
 		}

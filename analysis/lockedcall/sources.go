@@ -67,7 +67,8 @@ type sourceKey struct {
 
 // sources says where the function value v, seen from ctx, can come from: the
 // package's own visible code (ok, no entries), or that and the package's
-// exported API (the entries). It is only asked in internal packages.
+// exported API (the entries). It is asked in internal packages, and of the
+// findings of packages with initOnlyVars.
 func (c *checker) sources(v ssa.Value, ctx *funcCtx) sourced {
 	return c.sourcesDepth(v, ctx, map[ssa.Value]bool{}, 0)
 }

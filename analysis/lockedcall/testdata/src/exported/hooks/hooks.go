@@ -15,8 +15,11 @@ type Hooks struct {
 // Default holds the hooks the package installs.
 var Default = &Hooks{OnEvent: logEvent}
 
-// Now is the clock.
+// Now is the clock; SetClock lets an importer replace it.
 var Now = func() int64 { return 0 }
+
+// SetClock sets Now.
+func SetClock(now func() int64) { Now = now }
 
 func logEvent(s string) { fmt.Println(s) }
 

@@ -37,9 +37,10 @@ func (c *Client) Tick() time.Time { // want Tick:`locks c\.mu: Tick → c\.mu\.L
 	c.close()
 	c.stop()
 	clock.Sleep(0)
-	public.Hook()  // want `call of public.Hook \(a package variable\) while c.mu is held`
-	clock.Sleep2() // want `call of clock.Sleep2 \(a package variable\) while c.mu is held`
-	clock.Yield2() // want `call of clock.Yield2 \(a package variable\) while c.mu is held`
+	public.Hook()
+	public.Settable() // want `call of public.Settable \(a package variable\) while c.mu is held`
+	clock.Sleep2()    // want `call of clock.Sleep2 \(a package variable\) while c.mu is held`
+	clock.Yield2()    // want `call of clock.Yield2 \(a package variable\) while c.mu is held`
 	clock.Gosched()
 	clock.Default.OnTick() // want `call of clock.Default.OnTick \(a field\) while c.mu is held`
 	return clock.Now()

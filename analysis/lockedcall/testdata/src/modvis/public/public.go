@@ -1,6 +1,6 @@
 // want package:"\\) sets modvis/internal/clock.Options.OnTick from outside; sets modvis/internal/clock.Sleep2 from outside; sets modvis/internal/clock.Yield2 from outside}"
 
-// Package public exports a hook that anyone can set, and lets anyone set a
+// Package public exports hooks that anyone can set, and lets anyone set a
 // hook of an internal package.
 package public
 
@@ -9,7 +9,16 @@ import (
 	"modvis/knobs"
 )
 
-var Hook = func() {}
+// Hook is only stored by its initializer, with the package's own code, and
+// no package of the module assigns it: its own code (issue 39), to the
+// module's packages too.
+var Hook = func() {} // want Hook:"holds visible code"
+
+// Settable is stored by SetHook too: whoever calls it chooses the code.
+var Settable = func() {}
+
+// SetHook sets Settable.
+func SetHook(f func()) { Settable = f }
 
 func SetSleep(f func()) { clock.Sleep2 = f }
 
