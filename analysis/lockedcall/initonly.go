@@ -24,12 +24,16 @@ import (
 // (a VisibleHook fact) unless they, or a package of the module they import,
 // store code from outside in it (an OutsideHooks fact).
 
-// initOnlyVars returns the package's exported package variables that hold
-// code and that the package stores in only in its initializer, its own
+// initOnlyVars returns the package's exported package variables of
+// function type that the package stores in only in its initializer, its own
 // visible code, and whose address it never hands out, in name order: the
 // variables whose calls it defers to their importers' stores. None unless
 // the package is importable, not internal (whose exported hooks are judged
-// as module hooks, see moduleHook), and facts are exported.
+// as module hooks, see moduleHook), and facts are exported. Variables of
+// interface type (io.Discard, os.Interrupt, context.DeadlineExceeded) are
+// left out: their methods are called only under -interfaces, and the
+// deferral's work would run for every package that has one, in every go
+// vet run over it as a dependency.
 func (c *checker) initOnlyVars() []*ssa.Global {
 	if c.initOnly != nil {
 		return *c.initOnly
@@ -44,7 +48,7 @@ func (c *checker) initOnlyVars() []*ssa.Global {
 	members := c.form.pkg.Members
 	for _, name := range sortedKeys(members) {
 		g, ok := members[name].(*ssa.Global)
-		if !ok || !token.IsExported(name) || g.Object() == nil || !holdsCode(g.Type().(*types.Pointer).Elem()) {
+		if !ok || !token.IsExported(name) || g.Object() == nil || !isFuncType(g.Type().(*types.Pointer).Elem()) {
 			continue
 		}
 		ix := c.index()
@@ -128,4 +132,10 @@ func (c *checker) exportInitOnlyHooks() {
 		}
 		c.pass.ExportObjectFact(g.Object(), &fact)
 	}
+}
+
+// isFuncType reports whether t is a function type.
+func isFuncType(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Signature)
+	return ok
 }
