@@ -28,11 +28,21 @@ func standalone(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the findings as go vet -json does")
 	interfaces := fs.Bool("interfaces", false, "also report interface method calls (ctx.Err(), w.Write) on parameters, fields and package variables made while a mutex is held")
 	tags := fs.String("tags", "", "build tags, as for go vet")
+	// The usage goes to stdout when asked for (-h), as the answer it is,
+	// and to stderr after a flag's error.
+	var usage bytes.Buffer
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lockedcall [-interfaces] [-json] [-tags list] [packages]\n\n")
+		fs.SetOutput(&usage)
+		defer fs.SetOutput(stderr)
+		fmt.Fprintf(&usage, "usage: lockedcall [-interfaces] [-json] [-tags list] [packages]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(usage.Bytes())
+			return exitClean
+		}
+		stderr.Write(usage.Bytes())
 		return exitFailed
 	}
 	self, err := os.Executable()
