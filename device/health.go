@@ -98,12 +98,13 @@ func (r *Runtime) republish() {
 	if w == nil {
 		return
 	}
-	v := &view{counts: w.Counts(), changed: make(chan struct{})}
-	for _, l := range w.Losses() {
+	now := w.Snapshot() // one moment: a loss and the event that lost it show together
+	v := &view{counts: now.Counts, changed: make(chan struct{})}
+	for _, l := range now.Losses {
 		v.lost = append(v.lost, lostDevice(l))
 	}
 	calls := r.calls.Load()
-	for _, d := range w.Devices() {
+	for _, d := range now.Devices {
 		h := DeviceHealth{Ordinal: d.Ordinal, Watched: d.Watched, Why: d.Why, Counted: d.Counted,
 			Counters: d.Counters, WatchError: d.WatchError, WatchErrors: d.WatchErrors, Hint: d.Hint,
 			Recovery: d.Recovery, ReplaysPerMinute: d.ReplaysPerMinute, Fabric: d.Fabric,
@@ -115,13 +116,13 @@ func (r *Runtime) republish() {
 		v.health = append(v.health, h)
 	}
 	old := r.view.Load()
-	now := time.Now()
+	at := time.Now()
 	for i := range v.health {
 		h := &v.health[i]
 		if i < len(old.health) && old.health[i].Verdict == h.Verdict {
 			h.Since = old.health[i].Since
 		} else if h.Verdict != healthwatch.VerdictUnknown || i < len(old.health) {
-			h.Since = now
+			h.Since = at
 		}
 	}
 	close(r.view.Swap(v).changed)

@@ -74,6 +74,8 @@ type HealthWatch struct {
 
 	mu       sync.Mutex // protects following fields
 	devices  []Device
+	losses   []Loss        // by ordinal; replaced, never modified, so that snapshots share it
+	counts   map[int]int64 // replaced, never modified, so that snapshots share it
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the backend's watch has returned
 	canceled bool          // Cancel has run: Start starts nothing
@@ -84,7 +86,7 @@ type HealthWatch struct {
 	hungNow chan struct{}
 	hungOp  atomic.Pointer[string] // the last call that went past its deadline
 
-	published atomic.Pointer[[]Device] // a copy, for Devices
+	published atomic.Pointer[Snapshot] // one moment of the fields above, for Snapshot
 
 	// events is held for reading while one event is applied, and for
 	// writing while Stop stops applying them, so that no event that passed
@@ -93,10 +95,15 @@ type HealthWatch struct {
 	stopped bool // guarded by events
 
 	abandoned atomic.Bool // Stop gave up waiting for done: the goroutine is stuck in the driver
+}
 
-	lossMu sync.Mutex // serializes writers of losses and counts
-	losses atomic.Pointer[[]Loss]
-	counts atomic.Pointer[map[int]int64]
+// Snapshot is one moment of what the watch knows: a change that touches
+// a device's health, its loss and its counts shows in all three at once.
+// It is shared and never modified.
+type Snapshot struct {
+	Devices []Device      // each device's health, by ordinal
+	Losses  []Loss        // the lost devices, by ordinal
+	Counts  map[int]int64 // the errors counted per device
 }
 
 // NewHealthWatch returns the watch of n devices of the named backend, not started:
@@ -251,53 +258,66 @@ func (w *HealthWatch) hungCall() string {
 // Abandoned reports whether Stop abandoned the watch, without a lock.
 func (w *HealthWatch) Abandoned() bool { return w.abandoned.Load() }
 
-// Devices is each device's health: shared, never modified.
-func (w *HealthWatch) Devices() []Device { return *w.published.Load() }
+// Snapshot is what the watch knows now, in one moment, without a lock.
+func (w *HealthWatch) Snapshot() Snapshot { return *w.published.Load() }
 
-// apply applies one event of the backend's watch.
+// Devices is each device's health: shared, never modified.
+func (w *HealthWatch) Devices() []Device { return w.published.Load().Devices }
+
+// apply applies one event of the backend's watch: the device's loss, its
+// count and its health change in one moment, announced once.
 func (w *HealthWatch) apply(ev healthwatch.Event) {
-	valid := ev.Ordinal >= 0 && ev.Ordinal < w.n
-	if ev.Action == healthwatch.Lose && valid {
+	if ev.Ordinal < 0 || ev.Ordinal >= w.n {
+		w.update(ev.Ordinal, func(d *Device) { applyToDevice(d, ev) }) // -1: every device
+		return
+	}
+	w.mu.Lock()
+	if ev.Action == healthwatch.Lose {
 		source := map[healthwatch.Kind]string{healthwatch.KindXid: "xid", healthwatch.KindECC: "ecc", healthwatch.KindRAS: "ras"}[ev.Kind]
 		if source == "" {
 			source = string(ev.Kind)
 		}
-		w.Lose(ev.Ordinal, source, &driver.DriverError{Backend: w.backend, Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
+		w.lose(ev.Ordinal, source, &driver.DriverError{Backend: w.backend, Op: eventOp(ev), Code: ev.Code, Name: ev.Name,
 			Message: ev.Message, Hint: ev.Hint, Sticky: true})
 	}
-	now := time.Now()
-	w.update(ev.Ordinal, func(d *Device) {
-		if applyVerdict(d, ev, now) {
-			return
+	if ev.Action == healthwatch.Count {
+		w.count(ev.Ordinal)
+	}
+	applyToDevice(&w.devices[ev.Ordinal], ev)
+	w.publish()
+	w.mu.Unlock()
+	w.changed()
+}
+
+// applyToDevice applies ev to the health of its device d.
+func applyToDevice(d *Device, ev healthwatch.Event) {
+	if applyVerdict(d, ev, time.Now()) {
+		return
+	}
+	switch ev.Kind {
+	case healthwatch.KindWatching:
+		d.watchedBy(ev.Name, "")
+		d.WatchError = ""
+	case healthwatch.KindUnwatched:
+		d.watchedBy(ev.Name, ev.Message)
+	case healthwatch.KindCounters:
+		d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
+		if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {
+			d.Hint = persistenceHint
 		}
-		switch ev.Kind {
-		case healthwatch.KindWatching:
-			d.watchedBy(ev.Name, "")
-			d.WatchError = ""
-		case healthwatch.KindUnwatched:
-			d.watchedBy(ev.Name, ev.Message)
-		case healthwatch.KindCounters:
-			d.Counters, d.WatchError, d.Hint = ev.Counters, "", ""
-			if c := ev.Counters; c != nil && c.Persistence != nil && !*c.Persistence {
-				d.Hint = persistenceHint
-			}
-		case healthwatch.KindWatchError:
-			d.WatchError = ev.Message
-			d.WatchErrors++
+	case healthwatch.KindWatchError:
+		d.WatchError = ev.Message
+		d.WatchErrors++
+	}
+	if ev.Action == healthwatch.Count || ev.Action == healthwatch.Lose {
+		if d.Counted == nil {
+			d.Counted = map[string]int64{}
 		}
-		if ev.Action == healthwatch.Count || ev.Action == healthwatch.Lose {
-			if d.Counted == nil {
-				d.Counted = map[string]int64{}
-			}
-			n := int64(1)
-			if ev.Kind == healthwatch.KindRAS && ev.Code > 0 {
-				n = int64(ev.Code) // a rise of the counter by Code errors
-			}
-			d.Counted[eventOp(ev)] += n
+		n := int64(1)
+		if ev.Kind == healthwatch.KindRAS && ev.Code > 0 {
+			n = int64(ev.Code) // a rise of the counter by Code errors
 		}
-	})
-	if ev.Action == healthwatch.Count && valid {
-		w.Count(ev.Ordinal)
+		d.Counted[eventOp(ev)] += n
 	}
 }
 
@@ -334,11 +354,12 @@ func (w *HealthWatch) update(ordinal int, f func(*Device)) {
 	w.changed()
 }
 
-// publish stores a copy of the devices' health for Devices; w.mu is held.
+// publish stores a snapshot of the devices' health, losses and counts for
+// Snapshot; w.mu is held.
 func (w *HealthWatch) publish() {
 	out := slices.Clone(w.devices)
 	for i := range out {
 		out[i].Counted = maps.Clone(out[i].Counted)
 	}
-	w.published.Store(&out)
+	w.published.Store(&Snapshot{Devices: out, Losses: w.losses, Counts: w.counts})
 }

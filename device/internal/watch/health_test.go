@@ -119,3 +119,29 @@ func TestAWatchCanceledBeforeItStartsNeverRuns(t *testing.T) {
 		assert.Empty(t, hungIn)
 	})
 }
+
+// TestEachChangeShowsOneMoment: every change the watch announces shows an
+// event whole. An event that loses a device, and the device's own verdict
+// and recovery action from it, are seen together, never the loss alone (a
+// Stats read then said "lost" with the driver's recovery action unset).
+func TestEachChangeShowsOneMoment(t *testing.T) {
+	lose := healthwatch.Event{Ordinal: 1, Kind: healthwatch.KindRecovery, Action: healthwatch.Lose,
+		Recovery: healthwatch.RecoveryResetGPU, Message: "recovery action reset-gpu"}
+	count := healthwatch.Event{Ordinal: 0, Kind: healthwatch.KindXid, Action: healthwatch.Count, Code: 13}
+	var w *HealthWatch
+	var seen []Snapshot
+	w = NewHealthWatch("sim", 2, func() { seen = append(seen, w.Snapshot()) }, nil)
+	w.apply(lose)
+	w.apply(count)
+	require.NotEmpty(t, seen)
+	for i, s := range seen {
+		lost := len(s.Losses) == 1
+		assert.Equal(t, lost, s.Devices[1].Recovery == healthwatch.RecoveryResetGPU, "change %d: lost and its recovery action", i)
+		assert.Equal(t, lost, len(s.Devices[1].Conditions) == 1, "change %d: lost and its condition", i)
+		counted := s.Counts[0] == 1
+		assert.Equal(t, counted, s.Devices[0].Counted["xid 13"] == 1, "change %d: counted twice alike", i)
+	}
+	last := seen[len(seen)-1]
+	assert.Len(t, last.Losses, 1)
+	assert.Equal(t, map[int]int64{0: 1}, last.Counts)
+}

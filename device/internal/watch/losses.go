@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -20,31 +21,50 @@ type Loss struct {
 // many goroutines; changed is called before it returns when it lost the
 // device.
 func (w *HealthWatch) Lose(ordinal int, source string, de *driver.DriverError) Loss {
-	w.lossMu.Lock()
-	if l, ok := w.Find(ordinal); ok {
-		w.lossMu.Unlock()
-		return l
+	w.mu.Lock()
+	l, lost := w.lose(ordinal, source, de)
+	if lost {
+		w.publish()
 	}
-	l := Loss{Ordinal: ordinal, Source: source, Err: de, At: time.Now()}
-	losses := append(slices.Clone(w.Losses()), l)
-	slices.SortFunc(losses, func(a, b Loss) int { return a.Ordinal - b.Ordinal })
-	w.losses.Store(&losses)
-	w.lossMu.Unlock()
-	w.changed()
+	w.mu.Unlock()
+	if lost {
+		w.changed()
+	}
 	return l
+}
+
+// lose is Lose with w.mu held, before the change is published; lost
+// reports whether it lost the device now.
+func (w *HealthWatch) lose(ordinal int, source string, de *driver.DriverError) (l Loss, lost bool) {
+	for _, l := range w.losses {
+		if l.Ordinal == ordinal {
+			return l, false
+		}
+	}
+	l = Loss{Ordinal: ordinal, Source: source, Err: de, At: time.Now()}
+	losses := append(slices.Clone(w.losses), l)
+	slices.SortFunc(losses, func(a, b Loss) int { return a.Ordinal - b.Ordinal })
+	w.losses = losses
+	return l, true
 }
 
 // Count counts an error against device ordinal that leaves it in service.
 func (w *HealthWatch) Count(ordinal int) {
-	w.lossMu.Lock()
-	counts := make(map[int]int64, len(w.Counts())+1)
-	for k, v := range w.Counts() {
-		counts[k] = v
+	w.mu.Lock()
+	w.count(ordinal)
+	w.publish()
+	w.mu.Unlock()
+	w.changed()
+}
+
+// count is Count with w.mu held, before the change is published.
+func (w *HealthWatch) count(ordinal int) {
+	counts := maps.Clone(w.counts)
+	if counts == nil {
+		counts = map[int]int64{}
 	}
 	counts[ordinal]++
-	w.counts.Store(&counts)
-	w.lossMu.Unlock()
-	w.changed()
+	w.counts = counts
 }
 
 // Find returns device ordinal's loss, if it is lost, without a lock or an
@@ -59,17 +79,7 @@ func (w *HealthWatch) Find(ordinal int) (Loss, bool) {
 }
 
 // Losses are the lost devices, by ordinal: shared, never modified.
-func (w *HealthWatch) Losses() []Loss {
-	if p := w.losses.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+func (w *HealthWatch) Losses() []Loss { return w.published.Load().Losses }
 
 // Counts are the errors counted per device: shared, never modified.
-func (w *HealthWatch) Counts() map[int]int64 {
-	if p := w.counts.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+func (w *HealthWatch) Counts() map[int]int64 { return w.published.Load().Counts }
