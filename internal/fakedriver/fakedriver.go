@@ -45,15 +45,12 @@ var (
 	ROCMSMI = Library{Source: "fakerocmsmi.c", Soname: "librocm_smi64.so.7"}
 )
 
-// built is what Build has compiled in this test binary, by library.
+// built is what Build has compiled in this test binary, by library. Each
+// library compiles once, and two libraries compile at once: parallel tests
+// that need the same one wait for its compile only.
 var built struct {
-	mu   sync.Mutex // protects libs; held through a compile, so parallel tests wait for one
-	libs map[string]compiled
-}
-
-type compiled struct {
-	path string
-	err  error
+	mu   sync.Mutex // protects libs, not the compiles
+	libs map[string]func() (string, error)
 }
 
 // Build returns the path of lib compiled for this test binary. The first
@@ -67,21 +64,23 @@ func Build(t testing.TB, lib Library) string {
 	t.Helper()
 	cc := compiler(t)
 	key := strings.Join(append([]string{lib.Source, lib.Soname}, lib.Defines...), "\x00")
+	shared := childtest.TempDir(t)
 	built.mu.Lock()
-	defer built.mu.Unlock()
-	c, ok := built.libs[key]
+	compiled, ok := built.libs[key]
 	if !ok {
-		dir := filepath.Join(childtest.TempDir(t), fmt.Sprintf("fake-%d", len(built.libs)))
-		c.path, c.err = compile(cc, dir, lib)
+		dir := filepath.Join(shared, fmt.Sprintf("fake-%d", len(built.libs)))
+		compiled = sync.OnceValues(func() (string, error) { return compile(cc, dir, lib) })
 		if built.libs == nil {
-			built.libs = map[string]compiled{}
+			built.libs = map[string]func() (string, error){}
 		}
-		built.libs[key] = c
+		built.libs[key] = compiled
 	}
-	if c.err != nil {
-		t.Fatalf("fakedriver: %v", c.err)
+	built.mu.Unlock()
+	path, err := compiled()
+	if err != nil {
+		t.Fatalf("fakedriver: %v", err)
 	}
-	return c.path
+	return path
 }
 
 // BuildInto puts lib, as Build compiled it, into dir, and returns its path
