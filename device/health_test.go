@@ -25,7 +25,7 @@ func waitStats(t *testing.T, rt *device.Runtime, what string, ok func(device.Sta
 			return st
 		}
 		select {
-		case <-st.Changed:
+		case <-st.Changed():
 		case <-timeout:
 			t.Fatalf("never %s; health: %+v", what, st.Health)
 		}
@@ -201,7 +201,7 @@ func TestAMonitorCallThatReturnsLateRestoresTheVerdict(t *testing.T) {
 
 func TestStatsChangedClosesAtTheNextChangeOnly(t *testing.T) {
 	rt, s := openSim(t)
-	before := rt.Stats().Changed
+	before := rt.Stats().Changed()
 	select {
 	case <-before:
 		t.Fatal("closed with no change")
@@ -209,7 +209,7 @@ func TestStatsChangedClosesAtTheNextChangeOnly(t *testing.T) {
 	}
 	s.InjectXid(0, 13)
 	<-before // an application's Xid is counted: a change
-	assert.NotEqual(t, before, rt.Stats().Changed, "a new channel for the next change")
+	assert.NotEqual(t, before, rt.Stats().Changed(), "a new channel for the next change")
 }
 
 func TestAHungMonitorCallIsTheOnlyGoroutineShutdownLeaves(t *testing.T) {

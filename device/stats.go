@@ -69,12 +69,16 @@ type Stats struct {
 	// Closed reports that Shutdown has started. Every call then returns
 	// [ErrClosed].
 	Closed bool
-	// Changed is closed when the devices' health or losses next change. A
-	// feed, such as a DRA plugin's health stream, waits on it instead of
-	// polling. Take Stats again once it is closed. A Runtime that never
-	// initializes never closes it.
-	Changed <-chan struct{}
+
+	changed <-chan struct{} // for Changed
 }
+
+// Changed returns a channel that is closed when the devices' health or
+// losses next change after this Stats was taken. A feed, such as a DRA
+// plugin's health stream, waits on it instead of polling, then takes Stats
+// again. Stats taken between two changes return the same channel, so it also
+// names the view they show. A Runtime that never initializes never closes it.
+func (s Stats) Changed() <-chan struct{} { return s.changed }
 
 // Stats returns the Runtime's state at this moment. It never initializes
 // and never calls the backend. It takes no lock and allocates nothing. The
@@ -99,7 +103,7 @@ func (r *Runtime) Stats() Stats {
 		s.Devices = *p
 	}
 	v := r.view.Load()
-	s.Lost, s.ErrorCounts, s.Health, s.Changed = v.lost, v.counts, v.health, v.changed
+	s.Lost, s.ErrorCounts, s.Health, s.changed = v.lost, v.counts, v.health, v.changed
 	s.FailedCalls, s.MoreFailedCalls = r.failedCalls.snapshot()
 	if w := r.watch.Load(); w != nil {
 		s.HealthWatchAbandoned = w.Abandoned()

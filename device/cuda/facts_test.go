@@ -122,7 +122,7 @@ func TestChildMemoryThroughNVML(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, info.Integrated)
 	assert.Equal(t, os.Getenv("GPUINIT_FAKE_CUDA_PAGEABLE") == "1", info.PageableMemoryAccess)
-	childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed })
+	childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed() })
 	for ordinal := range 2 {
 		allocs := childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) })
 		if !raceEnabled || ordinal == 0 { // the race detector's hooks in syscall.Read allocate
@@ -172,7 +172,7 @@ func TestChildMIGFacts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, whole.MIG)
 	if !raceEnabled {
-		childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed })
+		childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed() })
 		assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "a MIG slice's read allocates nothing")
 	}
 }
@@ -203,7 +203,7 @@ func TestChildMIGInstancesAsDevices(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, driver.Memory{Free: want.free, Total: 10737418240, Source: driver.MemoryNVML}, m, "device %d: its own slice", ordinal)
 		if !raceEnabled {
-			childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed })
+			childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed() })
 			assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, ordinal) }), "device %d", ordinal)
 		}
 	}

@@ -108,7 +108,7 @@ func until(t *testing.T, r *device.Runtime, what string, ok func(device.Stats) b
 	t.Helper()
 	childtest.Until(t, what, func() (bool, <-chan struct{}) {
 		st := r.Stats()
-		return ok(st), st.Changed
+		return ok(st), st.Changed()
 	})
 }
 

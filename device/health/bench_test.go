@@ -83,7 +83,7 @@ func BenchmarkStatus(b *testing.B) {
 				b.Fatal(err)
 			}
 			for st := rt.Stats(); len(st.Health) < 2 || !st.Health[1].Watched; st = rt.Stats() {
-				<-st.Changed
+				<-st.Changed()
 			}
 			if signals {
 				injectEverySignal(s)

@@ -126,8 +126,8 @@
 //
 // A hung monitor call never blocks a status, a probe or Shutdown. The call's goroutine is the
 // one [device.Stats].HealthWatchAbandoned reports after a shutdown, and nothing else is left.
-// [device.Stats].Changed is closed at each change, so a feed such as the DRA health stream waits
-// instead of polling. gpuprobe exports the verdicts as a node label and as metrics.
+// The channel of [device.Stats.Changed] is closed at each change, so a feed such as the DRA health
+// stream waits instead of polling. gpuprobe exports the verdicts as a node label and as metrics.
 //
 // Against the anchors: DCGM reports Healthy while nvidia-smi asks for a reset (DCGM #263). The
 // NVIDIA device plugin reads no recovery action, and AMD's plugins report no events at all.

@@ -408,7 +408,7 @@ func TestADegradedDeviceKeepsReadinessUnlessTheServerSaysOtherwise(t *testing.T)
 			defer h.Close()
 			s.InjectHealthEvent(remap)
 			for st := rt.Stats(); st.Health[1].Verdict != healthwatch.VerdictDegraded; st = rt.Stats() {
-				<-st.Changed
+				<-st.Changed()
 			}
 			ready, reason := h.Readiness()
 			assert.Equal(t, c.ready, ready, reason)

@@ -11,7 +11,7 @@ import (
 )
 
 // The status handler's body is mostly the devices' health. The health
-// changes seldom, once per view of the Runtime (device.Stats.Changed names
+// changes seldom, once per view of the Runtime (device.Stats.Changed() names
 // the view), while the status is read often. So each device's health is
 // encoded once per view, already indented at the depth it sits at in the
 // document. Each request encodes the rest of the Status with a small
@@ -44,16 +44,16 @@ var placeholderJSON = sync.OnceValue(func() []byte {
 // changes, so a healthJSON is never changed once stored, and concurrent
 // handlers share it.
 type healthJSON struct {
-	view      <-chan struct{} // the view's device.Stats.Changed
+	view      <-chan struct{} // the view's device.Stats.Changed()
 	byOrdinal [][]byte
 }
 
 // healthJSONOf returns st's devices' health as JSON, encoded once per view.
 func (h *Health) healthJSONOf(st device.Stats) *healthJSON {
-	if c := h.healthJS.Load(); c != nil && c.view == st.Changed {
+	if c := h.healthJS.Load(); c != nil && c.view == st.Changed() {
 		return c
 	}
-	c := &healthJSON{view: st.Changed, byOrdinal: make([][]byte, len(st.Health))}
+	c := &healthJSON{view: st.Changed(), byOrdinal: make([][]byte, len(st.Health))}
 	for o, dh := range st.Health {
 		// A health that does not encode (a NaN rate) stays nil: it is left
 		// in the Status, which then fails to encode as it did before.
@@ -70,7 +70,7 @@ func (h *Health) healthJSONOf(st device.Stats) *healthJSON {
 // JSON, ending in a newline. st is the stats s was read from (snapshot).
 func (h *Health) writeStatus(w io.Writer, s Status, st device.Stats) {
 	var spliced [][]byte // the cached health of each placeholder, in order
-	if st.Changed != nil {
+	if st.Changed() != nil {
 		c := h.healthJSONOf(st)
 		s.Devices = slices.Clone(s.Devices) // the caller's s keeps its health
 		for i := range s.Devices {

@@ -128,7 +128,7 @@ func TestChildTargetsAndMemory(t *testing.T) {
 			"MemAvailable binds: both figures the host's (MemTotal), not GTT's total beside the host's free")
 	}
 	if !raceEnabled {
-		childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed })
+		childtest.Until(t, "the health watch settles", func() (bool, <-chan struct{}) { s := r.Stats(); return s.HealthSettled(), s.Changed() })
 		assert.Zero(t, childtest.AllocsPerRun(100, func() { _, _ = r.Memory(ctx, 1) }), "an APU's read allocates nothing")
 	}
 }

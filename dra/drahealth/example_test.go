@@ -32,7 +32,7 @@ func ExampleFeed_WatchHealthStatus() {
 	}
 	// The health watch starts right after init: wait until it watches.
 	for s := rt.Stats(); len(s.Health) < 2 || s.Health[1].Verdict != healthwatch.VerdictHealthy; s = rt.Stats() {
-		<-s.Changed
+		<-s.Changed()
 	}
 
 	reports := make(chan kubeletplugin.DeviceHealthReport)

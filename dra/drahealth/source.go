@@ -52,7 +52,7 @@ type runtimeSource struct{ rt *device.Runtime }
 
 func (s runtimeSource) Health() Snapshot {
 	st := s.rt.Stats()
-	snap := Snapshot{Devices: make([]State, len(st.Health)), Changed: st.Changed}
+	snap := Snapshot{Devices: make([]State, len(st.Health)), Changed: st.Changed()}
 	for i, h := range st.Health {
 		snap.Devices[i] = State{Ordinal: h.Ordinal, Verdict: h.Verdict, Reason: h.Reason, Stale: stale(st, h)}
 	}

@@ -86,7 +86,7 @@ func waitStats(t testing.TB, rt *device.Runtime, cond func(device.Stats) bool) {
 	deadline := time.After(10 * time.Second)
 	for s := rt.Stats(); !cond(s); s = rt.Stats() {
 		select {
-		case <-s.Changed:
+		case <-s.Changed():
 		case <-deadline:
 			t.Fatalf("the Runtime's state never got there: %+v", s.Health)
 		}

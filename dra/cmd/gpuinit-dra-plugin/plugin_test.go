@@ -32,7 +32,7 @@ func sims(t *testing.T) (*sim.Backend, *device.Runtime) {
 	require.NoError(t, rt.Init(ctx))
 	for s := rt.Stats(); len(s.Health) < 2 || s.Health[0].Verdict != healthwatch.VerdictHealthy || s.Health[1].Verdict != healthwatch.VerdictHealthy; s = rt.Stats() {
 		select {
-		case <-s.Changed:
+		case <-s.Changed():
 		case <-ctx.Done():
 			t.Fatal("the simulated devices are never watched")
 		}
