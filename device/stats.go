@@ -13,10 +13,15 @@ import (
 // passed over. It holds the devices' health and losses, the errors counted,
 // the queued calls that failed, and the watches' state.
 //
-// Its slices and maps are the Runtime's own, shared with every caller and
-// never modified. Read them, and copy one before changing it. So Stats takes
-// no lock and allocates nothing, and a probe may call it at every request.
+// Its fields are grouped as DBStats's are: the initialization, the devices,
+// the queued calls, the shutdown. Its slices and maps are the Runtime's own,
+// shared with every caller and never modified. Read them, and copy one
+// before changing it. So Stats takes no lock and allocates nothing, and a
+// probe may call it at every request: the health handlers answer without
+// allocating.
 type Stats struct {
+	// Initialization: where it stands, and how it went.
+
 	// State is where the initialization is: [lazy.Uninitialized],
 	// Initializing, Ready or Failed.
 	State lazy.State
@@ -44,31 +49,40 @@ type Stats struct {
 	// Runtime initialized, with their values. An empty value hides every
 	// device. Visibility is nil before init. Ordinals stay the driver's.
 	Visibility map[string]string
+
+	// Devices: what the initialization found, and their health.
+
+	// Devices are the devices the initialization found, by ordinal, as
+	// [Runtime.Devices] describes them. It is nil until the driver's init
+	// has found them. They stay after Shutdown, which refuses Devices, so
+	// that a status page still lists them.
+	Devices []Info
+	// Health is each device's health, by ordinal. It is nil before a
+	// successful init.
+	Health []DeviceHealth
 	// Lost lists the devices lost, by ordinal.
 	Lost []LostDevice
 	// ErrorCounts counts the errors reported per device that left it in
 	// service.
 	ErrorCounts map[int]int64
-	// Devices are the devices the initialization found, by ordinal, as
-	// [Runtime.Devices] describes them. It is nil until the driver's init
-	// has found them. They stay after Shutdown, which refuses Devices, so that a status
-	// page still lists them.
-	Devices []Info
-	// Health is each device's health, by ordinal. It is nil before a
-	// successful init.
-	Health []DeviceHealth
+
+	// Queued calls that failed when they ran.
+
 	// FailedCalls are the first 16 queued calls that failed when they ran.
 	// Each has the call site that queued it. MoreFailedCalls counts the
 	// rest. Their failures are their own: the initialization succeeded.
 	FailedCalls     []*lazy.DeferredError
 	MoreFailedCalls int
+
+	// Shutdown.
+
+	// Closed reports that Shutdown has started. Every call then returns
+	// [ErrClosed].
+	Closed bool
 	// HealthWatchAbandoned reports that Shutdown gave up waiting for the
 	// backend's health watch, which a driver call held. Its goroutine is
 	// left blocked there.
 	HealthWatchAbandoned bool
-	// Closed reports that Shutdown has started. Every call then returns
-	// [ErrClosed].
-	Closed bool
 
 	changed <-chan struct{} // for Changed
 }
