@@ -35,15 +35,19 @@ const readyBound = 100 * time.Millisecond
 // ran, however busy the machine. Readiness and status answer at once, draws
 // wait for the GPU, and the driver is initialized once.
 //
-// Liveness requests in the same burst never touch init, so they measure the
-// machine: in every burst, readiness's p99 at the client must keep pace with
-// liveness's (within 1.5 times and 10 ms), under -race too. The 100 ms bound
-// is wall-clock time on a machine that go test ./... shares with the
-// compilers and tests of other packages, so a burst that misses it is tried
-// again on a new cold server, up to three in all; if every burst misses it
-// while keeping pace with liveness, the machine was too busy to measure the
-// bound, and the test passes, saying so. Under -race, whose cost on a
-// thousand exchanges dominates the client's figure, only the pace is checked.
+// The readiness answers counted ended while init was held open, so the
+// handler did not wait for init: one that did ends none of them, and the
+// test fails after three bursts that measure nothing. Liveness requests in
+// the same burst never touch init, so they measure the machine: in every
+// burst, readiness's p99 at the client must keep pace with liveness's
+// (within 1.5 times and 10 ms), under -race too. The 100 ms bound, at the
+// client and in the handler, is wall-clock time on a machine that go test
+// ./... shares with the compilers and tests of other packages, so a burst
+// that misses it is tried again on a new cold server, up to three in all;
+// if every burst misses it while keeping pace with liveness, the machine was
+// too busy to measure the bound, and the test passes, saying so. Under
+// -race, whose cost on a thousand exchanges dominates the client's figure,
+// only the handler's bound and the pace are checked.
 // A burst in which no readiness answer ended before init did measures
 // nothing and is tried again too; if none of the three measures, the test
 // fails, as it does when readiness waits for init.
@@ -61,12 +65,14 @@ func TestColdStart(t *testing.T) {
 		}
 		measured++
 		t.Logf("burst %d: %s", attempt, cs)
-		require.Less(t, cs.handlerP99(), readyBound, "the readiness handler never waits for init")
 		if pace := cs.liveP99()*3/2 + 10*time.Millisecond; cs.readyP99() > pace {
 			t.Errorf("readiness p99 %s at the client fell behind liveness's in the same burst (%s): over %s", cs.readyP99(), cs.liveP99(), pace)
 			return
 		}
-		if raceEnabled || cs.readyP99() < readyBound {
+		// The handler's own time is wall-clock time too, which a busy
+		// machine stretches (472 ms once, under -race and four busy
+		// loops): it is held to the bound as the client's is.
+		if cs.handlerP99() < readyBound && (raceEnabled || cs.readyP99() < readyBound) {
 			return
 		}
 	}
