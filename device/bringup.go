@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -114,119 +112,185 @@ func (b BringUp) summary() string {
 
 // bringUpFirst is initialize's work, until a candidate is up or none is.
 func (r *Runtime) bringUpFirst(ctx context.Context) error {
-	b := r.moveTo(BringUp{}, "", "")
-	floors, preflight, err := r.readSettings()
+	u, err := r.newBringup()
 	if err != nil {
-		return &classified{err: err, class: NeedsOperator}
+		return err
+	}
+	return u.run(ctx)
+}
+
+// bringup is one initialization's way to a ready backend, as a state
+// machine. It tries the candidates in order, each through a preflight child
+// first where the preflight is on, and waits between the attempts of those
+// not ready yet. It is the one source of the phase: each step is a method,
+// and each move publishes the BringUp that Stats reads (r.bringUp). Only the
+// queued phase's end is lazy's, which bringUpNow reads.
+type bringup struct {
+	r         *Runtime
+	at        BringUp // the phase now, as last published
+	floors    map[string]int
+	preflight *Preflight       // nil when the preflight is off
+	failures  map[string]error // each candidate's last failure
+	start     time.Time        // for the preflight's RetryFor
+}
+
+// attempt is how one try of a candidate ended: its backend and devices, or
+// its failure.
+type attempt struct {
+	c       *choice
+	devices []Info
+	err     error
+	// inChild reports a failure the preflight child saw. It left this
+	// process's driver untouched, so the candidate can be tried again.
+	inChild bool
+}
+
+// newBringup reads the settings and the visibility variables, and starts
+// the initialization's record. A bad setting fails it, needing an
+// operator.
+func (r *Runtime) newBringup() (*bringup, error) {
+	u := &bringup{r: r, failures: map[string]error{}, start: time.Now()}
+	u.moveTo("", "")
+	var err error
+	if u.floors, u.preflight, err = r.readSettings(); err != nil {
+		return nil, &classified{err: err, class: NeedsOperator}
 	}
 	seen := readVisibility()
 	r.visibility.Store(&seen)
-	b.Preflight = preflight != nil
-	start := time.Now()
+	u.at.Preflight = u.preflight != nil
+	return u, nil
+}
+
+// run tries the candidates until one is up. Those whose child failed not
+// yet are tried again, with capped backoff, until the preflight's RetryFor.
+func (u *bringup) run(ctx context.Context) error {
 	var backoff time.Duration
-	if preflight != nil {
-		backoff = preflight.Backoff
+	if u.preflight != nil {
+		backoff = u.preflight.Backoff
 	}
-	failures := map[string]error{}
-	pending := r.candidates
+	pending := u.r.candidates
 	for {
 		var retry []driver.Registration
 		for _, reg := range pending {
-			var inChild bool
-			var c *choice
-			var devices []Info
-			b, c, devices, inChild, err = r.tryCandidate(ctx, b, reg, floors[reg.Name], preflight)
-			if err == nil && r.closed() {
-				// The driver's init in this process outlasted Shutdown: start nothing.
-				err = ErrClosed
-			}
-			if errors.Is(err, ErrClosed) {
-				r.moveTo(b, "", "")
+			a := u.try(ctx, reg)
+			switch {
+			case errors.Is(a.err, ErrClosed):
+				u.moveTo("", "")
 				return ErrClosed
-			}
-			if err == nil {
-				delete(failures, reg.Name) // an earlier attempt's not-yet failure is moot now
-				r.devices.Store(&devices)
-				r.chosen.Store(c)
-				r.watchAfterInit(c.backend, len(devices))
-				if r.auto {
-					r.registry.runtimes.add(reg.Name, r)
-					r.notePresentVendors(reg.Name, failures)
-				}
-				r.moveTo(b, PhaseQueued, reg.Name)
+			case a.err == nil:
+				u.ready(reg, a)
 				return nil
 			}
-			err = classify(reg, err)
-			failures[reg.Name] = err
-			b.LastErr, b.LastClass = err, ClassOf(err)
-			if r.auto {
-				r.storePassedOver(failures)
-			}
-			if inChild && b.LastClass == NotYet {
+			if u.fail(reg, a) {
 				retry = append(retry, reg)
 			}
 		}
-		// Only a child's failure is retried, so preflight is on here.
-		if len(retry) == 0 || retryClock(start)+backoff > preflight.RetryFor {
-			r.moveTo(b, "", "")
-			return r.finalError(failures, retry, b.Attempts, retryClock(start), preflight)
+		// Only a child's failure is retried, so the preflight is on here.
+		if len(retry) == 0 || retryClock(u.start)+backoff > u.preflight.RetryFor {
+			u.moveTo("", "")
+			return u.finalError(retry)
 		}
-		b.Next = time.Now().Add(backoff)
-		b = r.moveTo(b, PhaseWaiting, retry[0].Name)
-		retryWait(ctx, backoff)
-		if r.closed() {
-			return ErrClosed
+		if err := u.wait(ctx, retry[0], backoff); err != nil {
+			return err
 		}
-		b.Next = time.Time{}
-		backoff = min(2*backoff, preflight.MaxBackoff)
+		backoff = min(2*backoff, u.preflight.MaxBackoff)
 		pending = retry
 	}
 }
 
-// tryCandidate brings reg's backend up. It goes through a preflight child
-// first when preflight is on and the driver is not initialized in this
-// process already. Then it brings the backend up in-process. inChild reports
-// a failure the child saw. Such a failure leaves this process's driver
-// untouched, so the backend can be tried again.
-func (r *Runtime) tryCandidate(ctx context.Context, b BringUp, reg driver.Registration, floor int, preflight *Preflight) (
-	_ BringUp, c *choice, devices []Info, inChild bool, err error) {
-	if c = r.chosen.Load(); c == nil {
-		backend, err := r.registry.openBackend(reg)
+// moveTo publishes the next phase, of backend.
+func (u *bringup) moveTo(phase Phase, backend string) { u.at = u.r.moveTo(u.at, phase, backend) }
+
+// try brings reg's backend up: through a preflight child first when the
+// preflight is on and the driver is not initialized in this process
+// already, then in this process.
+func (u *bringup) try(ctx context.Context, reg driver.Registration) attempt {
+	c := u.r.chosen.Load()
+	if c == nil {
+		backend, err := u.r.registry.openBackend(reg)
 		if err != nil {
-			return b, nil, nil, false, err
+			return attempt{err: err}
 		}
 		c = &choice{reg: reg, backend: backend}
 	}
-	if preflight != nil && !driverInitialized(c.backend) {
-		b.Attempts++
-		b = r.moveTo(b, PhasePreflight, reg.Name)
-		rep, err := runPreflight(ctx, *preflight, reg, b.Attempts)
-		if r.closed() {
-			return b, nil, nil, false, ErrClosed // the child was killed, or answered too late
-		}
-		if rep.DriverVersion != 0 {
-			r.driverVersions.Store(reg.Name, rep.DriverVersion)
-		}
-		if errors.Is(err, ErrNotCompiled) {
-			// This process has the backend, so the child's answer is about
-			// the child, not the host. It is never "no GPU here".
-			return b, nil, nil, false, fmt.Errorf("device: %s: the preflight child says it has no %s backend, which this process has: "+
-				"the default child serves the backends that init functions register with DefaultRegistry; register it there from an init function, "+
-				"or name a program that has it in Preflight.Command (the child said: %v)", reg.Name, reg.Name, err)
-		}
-		if err != nil {
-			return b, nil, nil, true, err
+	if u.preflight != nil && !driverInitialized(c.backend) {
+		if a := u.checkInChild(ctx, reg); a.err != nil {
+			return a
 		}
 	}
-	if r.closed() {
-		return b, nil, nil, false, ErrClosed
+	if u.r.closed() {
+		return attempt{err: ErrClosed}
 	}
-	b = r.moveTo(b, PhaseDriver, reg.Name)
-	devices, err = bringUpInProcess(ctx, c.backend, reg.Name, floor)
+	u.moveTo(PhaseDriver, reg.Name)
+	devices, err := bringUpInProcess(ctx, c.backend, reg.Name, u.floors[reg.Name])
 	if v, verr := c.backend.DriverVersion(); err != nil && verr == nil && v != 0 {
-		r.driverVersions.Store(reg.Name, v)
+		u.r.driverVersions.Store(reg.Name, v)
 	}
-	return b, c, devices, false, err
+	if err == nil && u.r.closed() {
+		err = ErrClosed // the driver's init in this process outlasted Shutdown: start nothing
+	}
+	return attempt{c: c, devices: devices, err: err}
+}
+
+// checkInChild runs one preflight child for reg; a zero attempt is its
+// success.
+func (u *bringup) checkInChild(ctx context.Context, reg driver.Registration) attempt {
+	u.at.Attempts++
+	u.moveTo(PhasePreflight, reg.Name)
+	rep, err := runPreflight(ctx, *u.preflight, reg, u.at.Attempts)
+	if u.r.closed() {
+		return attempt{err: ErrClosed} // the child was killed, or answered too late
+	}
+	if rep.DriverVersion != 0 {
+		u.r.driverVersions.Store(reg.Name, rep.DriverVersion)
+	}
+	if errors.Is(err, ErrNotCompiled) {
+		// This process has the backend, so the child's answer is about
+		// the child, not the host. It is never "no GPU here".
+		return attempt{err: fmt.Errorf("device: %s: the preflight child says it has no %s backend, which this process has: "+
+			"the default child serves the backends that init functions register with DefaultRegistry; register it there from an init function, "+
+			"or name a program that has it in Preflight.Command (the child said: %v)", reg.Name, reg.Name, err)}
+	}
+	return attempt{err: err, inChild: err != nil}
+}
+
+// ready makes a's backend the Runtime's, and starts watching its devices.
+func (u *bringup) ready(reg driver.Registration, a attempt) {
+	r := u.r
+	delete(u.failures, reg.Name) // an earlier attempt's not-yet failure is moot now
+	r.devices.Store(&a.devices)
+	r.chosen.Store(a.c)
+	r.watchAfterInit(a.c.backend, len(a.devices))
+	if r.auto {
+		r.registry.runtimes.add(reg.Name, r)
+		u.notePresentVendors(reg.Name)
+	}
+	u.moveTo(PhaseQueued, reg.Name)
+}
+
+// fail records a's failure, with its class, and reports whether reg is to
+// be tried again: a failure of the child that clears by itself.
+func (u *bringup) fail(reg driver.Registration, a attempt) (retry bool) {
+	err := classify(reg, a.err)
+	u.failures[reg.Name] = err
+	u.at.LastErr, u.at.LastClass = err, ClassOf(err)
+	if u.r.auto {
+		u.storePassedOver()
+	}
+	return a.inChild && u.at.LastClass == NotYet
+}
+
+// wait waits backoff before the next attempt of next, or until ctx ends.
+// It fails with ErrClosed when Shutdown ended it.
+func (u *bringup) wait(ctx context.Context, next driver.Registration, backoff time.Duration) error {
+	u.at.Next = time.Now().Add(backoff)
+	u.moveTo(PhaseWaiting, next.Name)
+	retryWait(ctx, backoff)
+	if u.r.closed() {
+		return ErrClosed
+	}
+	u.at.Next = time.Time{}
+	return nil
 }
 
 // retryWait waits d before the next preflight attempt, or until ctx ends
@@ -285,46 +349,13 @@ func bringUpInProcess(ctx context.Context, b driver.Backend, name string, floor 
 	return devices, nil
 }
 
-// classify gives a backend's failure its class, as the host shows now. A
-// no-device failure's class comes from evidence. The evidence is the
-// visibility settings, and whether a GPU device node is given to this
-// process. It is kept in the error, since a status must say why "no GPU" or
-// "not yet".
-func classify(reg driver.Registration, err error) error {
-	f := failure{err: err}
-	var evidence string
-	if reg.Present != nil {
-		f.present, evidence = reg.Present()
-	}
-	if hiding := drivercodes.HidingFor(reg.Visibility); len(hiding) > 0 {
-		f.hidden = strings.Join(hiding, " and ")
-	}
-	c := &classified{err: err, class: classOf(f)}
-	if errors.Is(err, ErrNoDevice) && !errors.Is(err, driver.ErrNotReady) && !isPreflightError(err) {
-		switch {
-		case f.hidden != "" && c.class == NoGPUHere:
-			c.evidence = f.hidden + " hides every GPU"
-		case c.class == NotYet:
-			c.evidence = evidence + ", so the GPU may not be ready yet"
-		case evidence != "":
-			c.evidence = evidence
-		}
-	}
-	return c
-}
-
-func isPreflightError(err error) bool {
-	_, ok := err.(*PreflightError)
-	return ok
-}
-
 // notePresentVendors adds to PassedOver the GPU backends after the chosen
 // one whose vendor's devices the host shows, as on a mixed NVIDIA and AMD
 // host. Auto chooses one backend per process, so they were never tried. The
 // server should know that.
-func (r *Runtime) notePresentVendors(chosen string, failures map[string]error) {
+func (u *bringup) notePresentVendors(chosen string) {
 	after := false
-	for _, reg := range r.candidates {
+	for _, reg := range u.r.candidates {
 		if reg.Name == chosen {
 			after = true
 			continue
@@ -333,28 +364,30 @@ func (r *Runtime) notePresentVendors(chosen string, failures map[string]error) {
 			continue
 		}
 		if present, evidence := reg.Present(); present {
-			failures[reg.Name] = fmt.Errorf("%w: device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory",
+			u.failures[reg.Name] = fmt.Errorf("%w: device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory",
 				driver.ErrOtherVendor, reg.Name, evidence, chosen, reg.Name)
 		}
 	}
-	r.storePassedOver(failures)
+	u.storePassedOver()
 }
 
 // storePassedOver publishes auto's failures so far, in candidate order.
-func (r *Runtime) storePassedOver(failures map[string]error) {
+func (u *bringup) storePassedOver() {
 	var passed []BackendFailure
-	for _, reg := range r.candidates {
-		if err, ok := failures[reg.Name]; ok {
-			passed = append(passed, r.failure(reg.Name, err))
+	for _, reg := range u.r.candidates {
+		if err, ok := u.failures[reg.Name]; ok {
+			passed = append(passed, u.r.failure(reg.Name, err))
 		}
 	}
-	r.passedOver.Store(&passed)
+	u.r.passedOver.Store(&passed)
 }
 
 // finalError is the initialization's failure. It is the one candidate's, or
 // a *NoBackendError of every candidate's, in order. The backends still not
 // ready when the preflight's retries ran out say so.
-func (r *Runtime) finalError(failures map[string]error, notReady []driver.Registration, attempts int, took time.Duration, p *Preflight) error {
+func (u *bringup) finalError(notReady []driver.Registration) error {
+	r, failures, p := u.r, u.failures, u.preflight
+	attempts, took := u.at.Attempts, retryClock(u.start)
 	for _, reg := range notReady {
 		if p.RetryFor == 0 {
 			break // never retried: the failure says it all

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -240,3 +241,36 @@ func isInitFailure(err error) bool {
 //		return err // stay unready: device.ClassOf(err) says who must act
 //	}
 func FallBackToCPU(err error) bool { return ClassOf(err) == NoGPUHere }
+
+// classify gives a backend's failure its class, as the host shows now. A
+// no-device failure's class comes from evidence. The evidence is the
+// visibility settings, and whether a GPU device node is given to this
+// process. It is kept in the error, since a status must say why "no GPU" or
+// "not yet".
+func classify(reg driver.Registration, err error) error {
+	f := failure{err: err}
+	var evidence string
+	if reg.Present != nil {
+		f.present, evidence = reg.Present()
+	}
+	if hiding := drivercodes.HidingFor(reg.Visibility); len(hiding) > 0 {
+		f.hidden = strings.Join(hiding, " and ")
+	}
+	c := &classified{err: err, class: classOf(f)}
+	if errors.Is(err, ErrNoDevice) && !errors.Is(err, driver.ErrNotReady) && !isPreflightError(err) {
+		switch {
+		case f.hidden != "" && c.class == NoGPUHere:
+			c.evidence = f.hidden + " hides every GPU"
+		case c.class == NotYet:
+			c.evidence = evidence + ", so the GPU may not be ready yet"
+		case evidence != "":
+			c.evidence = evidence
+		}
+	}
+	return c
+}
+
+func isPreflightError(err error) bool {
+	_, ok := err.(*PreflightError)
+	return ok
+}

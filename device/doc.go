@@ -407,17 +407,22 @@
 //  2. The first [Runtime.Init], [Runtime.Start] or device call (init.go) runs
 //     initialize through lazy, once. It counts itself in the closing state
 //     (shutdown.go), so that [Runtime.Shutdown] can wait for it or name it.
-//  3. bringUpFirst (bringup.go) reads the settings (the floors, the preflight,
-//     GPUINIT_PREFLIGHT) and the visibility variables, then tries each candidate.
-//  4. tryCandidate (bringup.go) runs the preflight child first where it is on
-//     (runPreflight, preflight_run.go, through device/internal/preflight; the
-//     child runs [ServePreflight]), then the backend's Init in this process,
-//     the driver floor (floor.go) and the device query.
-//  5. A not-yet failure seen in the child is retried in a fresh child, with
-//     backoff, until RetryFor has passed. Any other failure gets its class
-//     (class.go) and is memoized as the initialization's error (errors.go).
-//  6. On success, watchAfterInit (init.go) starts the call deadline (calls.go)
-//     and the health watch (health.go), both from device/internal/watch.
+//  3. bringUpFirst (bringup.go) starts a bringup, the initialization's state
+//     machine: it reads the settings (the floors, the preflight,
+//     GPUINIT_PREFLIGHT) and the visibility variables, then runs. Each step is
+//     a method that publishes its phase ([BringUp], in [Stats]).
+//  4. bringup.try runs the preflight child first where it is on
+//     (checkInChild; runPreflight, preflight_run.go, through
+//     device/internal/preflight; the child runs [ServePreflight]), then the
+//     backend's Init in this process, the driver floor (floor.go) and the
+//     device query.
+//  5. bringup.fail gives a failure its class (class.go). A not-yet failure
+//     seen in the child is tried again in a fresh child after bringup.wait,
+//     with backoff, until RetryFor has passed. Otherwise bringup.finalError
+//     is memoized as the initialization's error (errors.go).
+//  6. On success, bringup.ready calls watchAfterInit (init.go). It starts the
+//     call deadline (calls.go) and the health watch (health.go), both from
+//     device/internal/watch.
 //  7. lazy runs the calls queued by [Runtime.LazyCall], in call order and under
 //     no lock; a failure is recorded with its site (calls.go). The device is ready.
 //
