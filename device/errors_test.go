@@ -264,6 +264,26 @@ func hungCall(t *testing.T) (refused error) {
 // through the rows' exported types and the Evidence interface.
 func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 	ctx := context.Background()
+	// says is the whole message of the rows whose message is the library's
+	// alone (no driver's text, time or path): the context first, after one
+	// prefix, and the sentinel last.
+	says := map[string]string{
+		"an ordinal past the devices is ErrInvalidDevice": "device: ordinal 2: sim has 2 devices, valid ordinals are 0..1: invalid device ordinal",
+		"a negative ordinal is ErrInvalidDevice":          "device: ordinal -1: ordinals start at 0: invalid device ordinal",
+		"a report before init is ErrInvalidDevice and ErrNotInitialized": "device: report not recorded (the error reported: cuLaunchKernel failed): " +
+			"ordinal 0: the sim runtime has not initialized, so its devices are not known yet: invalid device ordinal",
+		"auto's driver version before its choice is ErrNotInitialized": "device: auto has not chosen among [cuda] yet: not initialized yet",
+		"a backend the build could not have is ErrNotCompiled":         "device: backend cuda is not in this binary: built with CGO_ENABLED=0: backend not compiled in",
+		"a backend without free memory is ErrNotSupported":             "device: backend sim cannot read free memory: not supported by this backend",
+		"a GPUINIT_SIM_* value that does not parse is ErrBadSetting":   `sim: GPUINIT_SIM_DEVICES="lots": want a whole number of devices from 0 to 64: bad setting`,
+		"a misspelt GPUINIT_ variable is ErrBadSetting": "device: GPUINIT_SIM_DEVICE is set, but gpuinit reads no such variable " +
+			"(did you mean GPUINIT_SIM_DEVICES?): bad setting",
+		"an unknown backend name is ErrBadSetting": `device: unknown backend "bogus": the backends are auto: bad setting`,
+		"auto passing over a backend whose devices the host shows is ErrOtherVendor": "device: hip was not tried: the host shows its devices too (/dev/kfd), " +
+			`and auto chooses one backend per process (cuda); open "hip" beside it, or list both with device.Inventory: another vendor's GPUs are present`,
+		"a Runtime after Shutdown is ErrClosed": "device: the Runtime is closed",
+	}
+	checked := 0
 	for _, tc := range []struct {
 		name    string
 		produce func(t *testing.T) error
@@ -439,6 +459,11 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				assert.True(t, as(err), "errors.As target %d: %v", i, err)
 			}
 			assert.Equal(t, tc.class, device.ClassOf(err), "%v", err)
+			if want, ok := says[tc.name]; ok {
+				checked++
+				assert.EqualError(t, err, want)
+			}
 		})
 	}
+	assert.Equal(t, len(says), checked, "every message in says is a row's")
 }
