@@ -414,14 +414,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 			[]error{device.ErrNoDevice}, []func(error) bool{matches[evidenced](), matches[*device.DriverError]()}, device.NotYet},
 		{"auto passing over a backend whose devices the host shows is ErrOtherVendor",
 			func(t *testing.T) error {
-				var g device.Registry
-				registerGPU(&g, "cuda", 10)
-				g.Register(driver.Registration{Name: "hip", GPU: true, AutoRank: 20,
-					Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(), "hip"}, nil },
-					Present: func() (bool, string) { return true, "/dev/kfd" }})
-				auto := openIn(t, &g, "auto")
-				require.NoError(t, auto.Init(ctx))
-				passed := auto.Stats().PassedOver
+				passed := autoBesideHip(t).Stats().PassedOver
 				require.Len(t, passed, 1)
 				return passed[0].Err
 			},
