@@ -337,7 +337,7 @@ func bringUpInProcess(ctx context.Context, b driver.Backend, name string, floor 
 		return nil, err
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: %s: the driver initialized but reports %d devices", ErrNoDevice, name, n)
+		return nil, fmt.Errorf("device: %s: the driver initialized but reports %d devices: %w", name, n, ErrNoDevice)
 	}
 	devices := make([]Info, n)
 	for i := range devices {
@@ -364,8 +364,8 @@ func (u *bringup) notePresentVendors(chosen string) {
 			continue
 		}
 		if present, evidence := reg.Present(); present {
-			u.failures[reg.Name] = fmt.Errorf("%w: device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory",
-				driver.ErrOtherVendor, reg.Name, evidence, chosen, reg.Name)
+			u.failures[reg.Name] = fmt.Errorf("device: %s was not tried: the host shows its devices too (%s), and auto chooses one backend per process (%s); open %q beside it, or list both with device.Inventory: %w",
+				reg.Name, evidence, chosen, reg.Name, driver.ErrOtherVendor)
 		}
 	}
 	u.storePassedOver()

@@ -141,7 +141,7 @@ func (r *Runtime) Do(ctx context.Context, ordinal int, fn func() error) error {
 	}
 	dr, ok := driver.Capability[driver.DeviceRunner](r.Backend())
 	if !ok {
-		return fmt.Errorf("%w: backend %s cannot make a device current", ErrNotSupported, r.Name())
+		return fmt.Errorf("device: backend %s cannot make a device current: %w", r.Name(), ErrNotSupported)
 	}
 	return r.watched(ordinal, &opDo, func() error { return dr.Do(ordinal, fn) })
 }
@@ -167,7 +167,7 @@ func (r *Runtime) NewGenerator(ctx context.Context, ordinal int) (driver.Generat
 	}
 	gb, ok := driver.Capability[driver.GeneratorBackend](r.Backend())
 	if !ok {
-		return nil, fmt.Errorf("%w: backend %s has no device generators", ErrNotSupported, r.Name())
+		return nil, fmt.Errorf("device: backend %s has no device generators: %w", r.Name(), ErrNotSupported)
 	}
 	var g driver.Generator
 	err := r.watched(ordinal, &opNewGen, func() (err error) {
@@ -230,7 +230,7 @@ func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
 	}
 	cr, ok := driver.Capability[driver.CanaryRunner](r.Backend())
 	if !ok {
-		return fmt.Errorf("%w: backend %s has no canary", ErrNotSupported, r.Name())
+		return fmt.Errorf("device: backend %s has no canary: %w", r.Name(), ErrNotSupported)
 	}
 	if lost, ok := r.findLost(ordinal); ok {
 		return lost

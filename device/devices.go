@@ -71,13 +71,13 @@ func (r *Runtime) checkOrdinal(ordinal int) error {
 	devices := r.devices.Load()
 	switch {
 	case ordinal < 0:
-		return fmt.Errorf("%w: %d: ordinals start at 0", ErrInvalidDevice, ordinal)
+		return fmt.Errorf("device: ordinal %d: ordinals start at 0: %w", ordinal, ErrInvalidDevice)
 	case devices == nil:
-		return &causes{msg: fmt.Sprintf("device: invalid device ordinal %d: the %s runtime has not initialized, so its devices are not known yet", ordinal, r.Name()),
+		return &causes{msg: fmt.Sprintf("device: ordinal %d: the %s runtime has not initialized, so its devices are not known yet: %v", ordinal, r.Name(), ErrInvalidDevice),
 			errs: []error{ErrInvalidDevice, driver.ErrNotInitialized}}
 	case ordinal >= len(*devices):
 		n := len(*devices)
-		return fmt.Errorf("%w: %d: %s has %d devices, valid ordinals are 0..%d", ErrInvalidDevice, ordinal, r.Name(), n, n-1)
+		return fmt.Errorf("device: ordinal %d: %s has %d devices, valid ordinals are 0..%d: %w", ordinal, r.Name(), n, n-1, ErrInvalidDevice)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ const fakePrefix = "GPUINIT_FAKE_"
 func directory(name string) func(string) error {
 	return func(v string) error {
 		if info, err := os.Stat(v); err != nil || !info.IsDir() {
-			return fmt.Errorf("%w: %s=%q names no directory: unset it to read the host's own", ErrBadSetting, name, v)
+			return fmt.Errorf("device: %s=%q names no directory: unset it to read the host's own: %w", name, v, ErrBadSetting)
 		}
 		return nil
 	}
@@ -114,10 +114,10 @@ func (g *Registry) checkEnv(regs []driver.Registration) error {
 	slices.Sort(unknown) // the first in name order, whatever the environment's order
 	name := unknown[0]
 	if meant := nearest(name, known); meant != "" {
-		return fmt.Errorf("%w: %s is set, but gpuinit reads no such variable: did you mean %s?", ErrBadSetting, name, meant)
+		return fmt.Errorf("device: %s is set, but gpuinit reads no such variable (did you mean %s?): %w", name, meant, ErrBadSetting)
 	}
-	return fmt.Errorf("%w: %s is set, but gpuinit reads no such variable%s: unset it (README.md, \"Settings\", lists those it reads)",
-		ErrBadSetting, name, g.missingBackends())
+	return fmt.Errorf("device: %s is set, but gpuinit reads no such variable%s: unset it (README.md, \"Settings\", lists those it reads): %w",
+		name, g.missingBackends(), ErrBadSetting)
 }
 
 // missingBackends names the shipped backends not registered with g, whose

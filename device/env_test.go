@@ -35,18 +35,18 @@ func TestABadSettingIsAnErrorOfOpen(t *testing.T) {
 		{"a backend's own variable, refused by its check", "GPUINIT_GPU_KNOB", "bad", `GPUINIT_GPU_KNOB="bad": want ok`},
 		{"a backend's own variable", "GPUINIT_GPU_KNOB", "ok", ""},
 		{"a blank value is unset", "GPUINIT_GPU_KNOB", " ", ""},
-		{"a misspelt name", "GPUINIT_PREFLIHGT", "30s", "GPUINIT_PREFLIHGT is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
-		{"a misspelt backend variable", "GPUINIT_GPU_KNBO", "ok", "did you mean GPUINIT_GPU_KNOB?"},
+		{"a misspelt name", "GPUINIT_PREFLIHGT", "30s", "device: GPUINIT_PREFLIHGT is set, but gpuinit reads no such variable (did you mean GPUINIT_PREFLIGHT?): bad setting"},
+		{"a misspelt backend variable", "GPUINIT_GPU_KNBO", "ok", "(did you mean GPUINIT_GPU_KNOB?): bad setting"},
 		{"a fake driver's variable is none of a user's", "GPUINIT_FAKE_GPU_KNOB", "x", ""},
 		{"the preflight child's marker is none of a user's", "GPUINIT_PREFLIGHT_CHILD", "gpu", ""},
 		{"a test child's marker is none of a user's", "GPUINIT_CUDA_TEST_CHILD", "1", ""},
 		// Names more than two edits from every known one.
-		{"a word left out", "GPUINIT_SIM_DELAY", "3s", "GPUINIT_SIM_DELAY is set, but gpuinit reads no such variable: did you mean GPUINIT_SIM_INIT_DELAY?"},
-		{"a word added", "GPUINIT_PREFLIGHT_DEADLINE", "30s", "GPUINIT_PREFLIGHT_DEADLINE is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
-		{"a word cut short", "GPUINIT_GPU_LIB", "/x.so", "GPUINIT_GPU_LIB is set, but gpuinit reads no such variable: did you mean GPUINIT_GPU_LIBRARY?"},
+		{"a word left out", "GPUINIT_SIM_DELAY", "3s", "device: GPUINIT_SIM_DELAY is set, but gpuinit reads no such variable (did you mean GPUINIT_SIM_INIT_DELAY?): bad setting"},
+		{"a word added", "GPUINIT_PREFLIGHT_DEADLINE", "30s", "device: GPUINIT_PREFLIGHT_DEADLINE is set, but gpuinit reads no such variable (did you mean GPUINIT_PREFLIGHT?): bad setting"},
+		{"a word cut short", "GPUINIT_GPU_LIB", "/x.so", "device: GPUINIT_GPU_LIB is set, but gpuinit reads no such variable (did you mean GPUINIT_GPU_LIBRARY?): bad setting"},
 		{"a name near none", "GPUINIT_SOMETHING_ELSE", "x", `GPUINIT_SOMETHING_ELSE is set, but gpuinit reads no such variable (nor does this binary have backend cuda or hip, whose variables it would read): unset it`},
 		// Spelt in two parts, lest TestEveryTestVariableIsExempt take it for a test's.
-		{"a name with _TEST_ in it is a setting's typo, not a test's", "GPUINIT_PREFLIGHT" + "_TEST_RUN", "1", "GPUINIT_PREFLIGHT_TEST_RUN is set, but gpuinit reads no such variable: did you mean GPUINIT_PREFLIGHT?"},
+		{"a name with _TEST_ in it is a setting's typo, not a test's", "GPUINIT_PREFLIGHT" + "_TEST_RUN", "1", "device: GPUINIT_PREFLIGHT_TEST_RUN is set, but gpuinit reads no such variable (did you mean GPUINIT_PREFLIGHT?): bad setting"},
 	} {
 		for _, name := range []string{"auto", "gpu"} {
 			t.Run(tc.name+" ("+name+")", func(t *testing.T) {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/sim"
+	"github.com/gpuinit/gpuinit/lazy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -184,3 +188,275 @@ func (f failingInit) Name() string                { return f.name }
 func (f failingInit) Init(context.Context) error  { return f.err }
 func (f failingInit) DriverVersion() (int, error) { return f.version, nil }
 func (f failingInit) Unwrap() driver.Backend      { return f.Backend }
+
+// matches returns a check that errors.As finds a T in an error.
+func matches[T any]() func(error) bool {
+	return func(err error) bool { var target T; return errors.As(err, &target) }
+}
+
+// evidenced is what the health status asks of an initialization failure for
+// the host's evidence of its class.
+type evidenced interface{ Evidence() string }
+
+// openSimWith opens the registered "sim", which reads GPUINIT_SIM_* at Open, in
+// a registry of its own, with env set as a user sets it.
+func openSimWith(t *testing.T, env map[string]string) (*device.Runtime, error) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var g device.Registry
+	g.Register(sim.Registration())
+	return g.Open("sim")
+}
+
+// initSim is openSimWith's Runtime's Init error.
+func initSim(t *testing.T, env map[string]string) error {
+	t.Helper()
+	rt, err := openSimWith(t, env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	return rt.Init(context.Background())
+}
+
+// readySim is an initialized sim Runtime with two devices.
+func readySim(t *testing.T) *device.Runtime {
+	t.Helper()
+	rt, err := openSimWith(t, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.Init(context.Background()))
+	return rt
+}
+
+// bareBackend hides every optional interface of the backend it holds.
+type bareBackend struct{ driver.Backend }
+
+// hungCall is the refusal of a call on a device that a call past the call
+// deadline lost, in a synctest bubble so that the deadline is the bubble's.
+func hungCall(t *testing.T) (refused error) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rt := device.New(sim.New())
+		defer rt.Shutdown(ctx)
+		rt.SetCallDeadline(100 * time.Millisecond)
+		require.NoError(t, rt.Init(ctx))
+		release, done := make(chan struct{}), make(chan struct{})
+		go func() { defer close(done); _ = rt.Do(ctx, 0, func() error { <-release; return nil }) }()
+		for len(rt.Stats().Lost) == 0 {
+			time.Sleep(time.Millisecond) // the bubble's clock: the monitor's scans run
+		}
+		refused = rt.Do(ctx, 0, func() error { return nil })
+		close(release)
+		<-done
+	})
+	return refused
+}
+
+// TestEverySentinelAndTypeAUserMatchesStillMatches: each sentinel and error
+// type of device and device/driver, produced as a user meets it through the
+// public API, still matches errors.Is or errors.As, and ClassOf still gives
+// its class. The table is the list of what users match; a change of the
+// errors' shape must keep every row.
+//
+// Sentinels with no row of their own, and why: none. The types that are not
+// exported (classified, initFailure, asOnly, causes) are matched only
+// through the rows' exported types and the Evidence interface.
+func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
+	ctx := context.Background()
+	// says is the whole message of the rows whose message is the library's
+	// alone (no driver's text, time or path): the context first, after one
+	// prefix, and the sentinel last.
+	says := map[string]string{
+		"an ordinal past the devices is ErrInvalidDevice": "device: ordinal 2: sim has 2 devices, valid ordinals are 0..1: invalid device ordinal",
+		"a negative ordinal is ErrInvalidDevice":          "device: ordinal -1: ordinals start at 0: invalid device ordinal",
+		"a report before init is ErrInvalidDevice and ErrNotInitialized": "device: report not recorded (the error reported: cuLaunchKernel failed): " +
+			"ordinal 0: the sim runtime has not initialized, so its devices are not known yet: invalid device ordinal",
+		"auto's driver version before its choice is ErrNotInitialized": "device: auto has not chosen among [cuda] yet: not initialized yet",
+		"a backend the build could not have is ErrNotCompiled":         "device: backend cuda is not in this binary: built with CGO_ENABLED=0: backend not compiled in",
+		"a backend without free memory is ErrNotSupported":             "device: backend sim cannot read free memory: not supported by this backend",
+		"a GPUINIT_SIM_* value that does not parse is ErrBadSetting":   `sim: GPUINIT_SIM_DEVICES="lots": want a whole number of devices from 0 to 64: bad setting`,
+		"a misspelt GPUINIT_ variable is ErrBadSetting": "device: GPUINIT_SIM_DEVICE is set, but gpuinit reads no such variable " +
+			"(did you mean GPUINIT_SIM_DEVICES?): bad setting",
+		"an unknown backend name is ErrBadSetting": `device: unknown backend "bogus": the backends are auto: bad setting`,
+		"auto passing over a backend whose devices the host shows is ErrOtherVendor": "device: hip was not tried: the host shows its devices too (/dev/kfd), " +
+			`and auto chooses one backend per process (cuda); open "hip" beside it, or list both with device.Inventory: another vendor's GPUs are present`,
+		"a Runtime after Shutdown is ErrClosed": "device: the Runtime is closed",
+	}
+	checked := 0
+	for _, tc := range []struct {
+		name    string
+		produce func(t *testing.T) error
+		is      []error
+		as      []func(error) bool
+		class   device.Class
+	}{
+		{"a driver that sees no device is ErrNoDevice and a *DriverError",
+			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvDevices: "0"}) },
+			[]error{device.ErrNoDevice, driver.ErrNoDevice},
+			[]func(error) bool{matches[*device.DriverError](), matches[*lazy.InitError]()}, device.NoGPUHere},
+		{"a driver library that does not load is ErrDriverNotFound",
+			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.NoDriver)}) },
+			[]error{device.ErrDriverNotFound}, []func(error) bool{matches[*device.DriverError]()}, device.NoGPUHere},
+		{"a driver whose parts differ is ErrDriverMismatch",
+			func(t *testing.T) error {
+				return initSim(t, map[string]string{sim.EnvFail: string(sim.DriverMismatch)})
+			},
+			[]error{device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.NeedsOperator},
+		{"a system not ready yet is ErrNotReady and ErrNoDevice",
+			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.NotReady)}) },
+			[]error{driver.ErrNotReady, device.ErrNoDevice}, []func(error) bool{matches[*device.DriverError]()}, device.NotYet},
+		{"a driver below RequireDriverVersion is ErrDriverTooOld and ErrDriverMismatch",
+			func(t *testing.T) error {
+				rt, err := openSimWith(t, nil)
+				require.NoError(t, err)
+				require.NoError(t, rt.RequireDriverVersion("sim", sim.DriverVersion+1))
+				return rt.Init(ctx)
+			},
+			[]error{driver.ErrDriverTooOld, device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.NoGPUHere},
+		{"a driver init that panics is a *lazy.PanicError",
+			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.Panic)}) },
+			nil, []func(error) bool{matches[*lazy.PanicError](), matches[*lazy.InitError]()}, device.NeedsOperator},
+		{"an ordinal past the devices is ErrInvalidDevice",
+			func(t *testing.T) error { _, err := readySim(t).Device(ctx, 2); return err },
+			[]error{device.ErrInvalidDevice}, nil, device.NoClass},
+		{"a negative ordinal is ErrInvalidDevice",
+			func(t *testing.T) error { return readySim(t).Do(ctx, -1, func() error { return nil }) },
+			[]error{device.ErrInvalidDevice}, nil, device.NoClass},
+		{"a report before init is ErrInvalidDevice and ErrNotInitialized",
+			func(t *testing.T) error {
+				rt, err := openSimWith(t, nil)
+				require.NoError(t, err)
+				return rt.ReportError(0, errors.New("cuLaunchKernel failed"))
+			},
+			[]error{device.ErrInvalidDevice, driver.ErrNotInitialized}, nil, device.NoClass},
+		{"auto's driver version before its choice is ErrNotInitialized",
+			func(t *testing.T) error {
+				var g device.Registry
+				registerGPU(&g, "cuda", 10)
+				_, err := openIn(t, &g, "auto").DriverVersion()
+				return err
+			},
+			[]error{driver.ErrNotInitialized}, nil, device.NoClass},
+		{"auto in a binary without GPU backends is ErrNotCompiled",
+			func(t *testing.T) error { var g device.Registry; _, err := g.Open("auto"); return err },
+			[]error{device.ErrNotCompiled}, nil, device.NoGPUHere},
+		{"a backend the build could not have is ErrNotCompiled",
+			func(t *testing.T) error {
+				var g device.Registry
+				g.Register(driver.Registration{Name: "cuda", GPU: true, Unavailable: "built with CGO_ENABLED=0"})
+				_, err := g.Open("cuda")
+				return err
+			},
+			[]error{device.ErrNotCompiled}, nil, device.NoGPUHere},
+		{"a backend without free memory is ErrNotSupported",
+			func(t *testing.T) error {
+				rt := device.New(bareBackend{sim.New()})
+				t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+				require.NoError(t, rt.Init(ctx))
+				_, err := rt.Memory(ctx, 0)
+				return err
+			},
+			[]error{device.ErrNotSupported}, nil, device.NoClass},
+		{"a sticky code reported by the engine is ErrDeviceLost and a LostDevice",
+			func(t *testing.T) error {
+				_, err := readySim(t).ReportDriverCode(0, "cuLaunchKernel", 700)
+				return err
+			},
+			[]error{device.ErrDeviceLost}, []func(error) bool{matches[device.LostDevice](), matches[*device.DriverError]()},
+			device.NoClass},
+		{"a call on a device a hung call lost is ErrDeviceHung and ErrDeviceLost",
+			hungCall, []error{driver.ErrDeviceHung, device.ErrDeviceLost},
+			[]func(error) bool{matches[device.LostDevice](), matches[*device.DriverError]()}, device.NoClass},
+		{"a GPUINIT_SIM_* value that does not parse is ErrBadSetting",
+			func(t *testing.T) error {
+				_, err := openSimWith(t, map[string]string{sim.EnvDevices: "lots"})
+				return err
+			},
+			[]error{device.ErrBadSetting, driver.ErrBadSetting}, nil, device.NoClass},
+		{"a misspelt GPUINIT_ variable is ErrBadSetting",
+			func(t *testing.T) error {
+				_, err := openSimWith(t, map[string]string{"GPUINIT_SIM_DEVICE": "1"})
+				return err
+			},
+			[]error{device.ErrBadSetting}, nil, device.NoClass},
+		{"an unknown backend name is ErrBadSetting",
+			func(t *testing.T) error { var g device.Registry; _, err := g.Open("bogus"); return err },
+			[]error{device.ErrBadSetting}, nil, device.NoClass},
+		{"a preflight child that hangs is ErrInitHung and a *PreflightError",
+			func(t *testing.T) error {
+				rt, err := openSimWith(t, map[string]string{sim.EnvFail: string(sim.Hang)})
+				require.NoError(t, err)
+				require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"},
+					Deadline: 100 * time.Millisecond, RetryFor: -1}))
+				t.Setenv("GPUINIT_PREFLIGHT", "")
+				return rt.Init(ctx)
+			},
+			[]error{driver.ErrInitHung}, []func(error) bool{matches[*device.PreflightError]()}, device.NotYet},
+		{"auto with no usable GPU is a *NoBackendError reaching each backend's *DriverError",
+			func(t *testing.T) error {
+				var g device.Registry
+				registerGPU(&g, "cuda", 10, sim.WithFailure(sim.NoDriver))
+				registerGPU(&g, "hip", 20, sim.WithFailure(sim.NoDevice))
+				return openIn(t, &g, "auto").Init(ctx)
+			},
+			[]error{device.ErrNoDevice},
+			[]func(error) bool{matches[*device.NoBackendError](), matches[*device.DriverError](), matches[*lazy.InitError]()},
+			device.NoGPUHere},
+		{"no device while a device node is there is not yet, with the host's evidence",
+			func(t *testing.T) error {
+				var g device.Registry
+				g.Register(driver.Registration{Name: "cuda", GPU: true, AutoRank: 10,
+					Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithDevices(0)), "cuda"}, nil },
+					Present: func() (bool, string) { return true, "/dev/nvidia0" }})
+				return openIn(t, &g, "cuda").Init(ctx)
+			},
+			[]error{device.ErrNoDevice}, []func(error) bool{matches[evidenced](), matches[*device.DriverError]()}, device.NotYet},
+		{"auto passing over a backend whose devices the host shows is ErrOtherVendor",
+			func(t *testing.T) error {
+				passed := autoBesideHip(t).Stats().PassedOver
+				require.Len(t, passed, 1)
+				return passed[0].Err
+			},
+			[]error{driver.ErrOtherVendor}, nil, device.NoClass},
+		{"a queued call that failed is a *lazy.DeferredError in FailedCalls",
+			func(t *testing.T) error {
+				rt, err := openSimWith(t, nil)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+				require.NoError(t, rt.LazyCall(ctx, func(context.Context) error { return driver.ErrNotSupported }))
+				require.NoError(t, rt.Init(ctx))
+				failed := rt.Stats().FailedCalls
+				require.Len(t, failed, 1)
+				return failed[0]
+			},
+			// ClassOf counts a failure lazy memoized as an initialization's, whatever
+			// it wraps: the table's last row.
+			[]error{driver.ErrNotSupported}, []func(error) bool{matches[*lazy.DeferredError]()}, device.NeedsOperator},
+		{"a Runtime after Shutdown is ErrClosed",
+			func(t *testing.T) error {
+				rt, err := openSimWith(t, nil)
+				require.NoError(t, err)
+				require.NoError(t, rt.Shutdown(ctx))
+				return rt.Init(ctx)
+			},
+			[]error{device.ErrClosed}, nil, device.NoClass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.produce(t)
+			require.Error(t, err)
+			for _, s := range tc.is {
+				assert.ErrorIs(t, err, s)
+			}
+			for i, as := range tc.as {
+				assert.True(t, as(err), "errors.As target %d: %v", i, err)
+			}
+			assert.Equal(t, tc.class, device.ClassOf(err), "%v", err)
+			if want, ok := says[tc.name]; ok {
+				checked++
+				assert.EqualError(t, err, want)
+			}
+		})
+	}
+	assert.Equal(t, len(says), checked, "every message in says is a row's")
+}

@@ -37,6 +37,19 @@ func TestInventoryListsBothVendorsOnce(t *testing.T) {
 // devices, auto chooses one and says in PassedOver that the other was not
 // tried, and why.
 func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
+	auto := autoBesideHip(t)
+	assert.Equal(t, "cuda", auto.Name())
+	passed := auto.Stats().PassedOver
+	require.Len(t, passed, 1)
+	assert.Equal(t, "hip", passed[0].Backend)
+	assert.ErrorIs(t, passed[0].Err, driver.ErrOtherVendor)
+	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
+}
+
+// autoBesideHip is auto's Runtime, initialized, on a host that shows hip's
+// devices beside cuda's: it chooses cuda, and passes hip over untried.
+func autoBesideHip(t *testing.T) *device.Runtime {
+	t.Helper()
 	var g device.Registry
 	registerGPU(&g, "cuda", 10)
 	g.Register(driver.Registration{Name: "hip", GPU: true, AutoRank: 20,
@@ -44,12 +57,7 @@ func TestAutoSaysTheOtherVendorIsPresent(t *testing.T) {
 		Present: func() (bool, string) { return true, "/dev/kfd" }})
 	auto := openIn(t, &g, "auto")
 	require.NoError(t, auto.Init(context.Background()))
-	assert.Equal(t, "cuda", auto.Name())
-	passed := auto.Stats().PassedOver
-	require.Len(t, passed, 1)
-	assert.Equal(t, "hip", passed[0].Backend)
-	assert.ErrorIs(t, passed[0].Err, driver.ErrOtherVendor)
-	assert.ErrorContains(t, passed[0].Err, "the host shows its devices too (/dev/kfd)")
+	return auto
 }
 
 // migHost is a GPU backend whose two devices are MIG instances of one GPU,

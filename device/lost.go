@@ -90,7 +90,7 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 		if err == nil {
 			return cerr
 		}
-		return &causes{msg: fmt.Sprintf("device: report not recorded: %s (the error reported: %v)", strings.TrimPrefix(cerr.Error(), "device: "), err),
+		return &causes{msg: fmt.Sprintf("device: report not recorded (the error reported: %v): %s", err, strings.TrimPrefix(cerr.Error(), "device: ")),
 			errs: []error{cerr, err}}
 	}
 	if lost, ok := r.findLost(ordinal); ok || err == nil {

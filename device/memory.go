@@ -45,7 +45,7 @@ func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error
 		}
 		mr, ok := driver.Capability[driver.MemoryReporter](b)
 		if !ok {
-			return driver.Memory{}, fmt.Errorf("%w: backend %s cannot read free memory", ErrNotSupported, r.Name())
+			return driver.Memory{}, fmt.Errorf("device: backend %s cannot read free memory: %w", r.Name(), ErrNotSupported)
 		}
 		free, total, err := mr.MemoryInfo(ordinal)
 		return driver.Memory{Free: free, Total: total}, err

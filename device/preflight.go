@@ -164,7 +164,7 @@ func preflightFromEnv(p *Preflight) (*Preflight, error) {
 		default:
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("%w: %s=%q: want a deadline for each preflight child such as 30s, or on, or off", ErrBadSetting, envPreflight, v)
+				return nil, fmt.Errorf("device: %s=%q: want a deadline for each preflight child such as 30s, or on, or off: %w", envPreflight, v, ErrBadSetting)
 			}
 			base.Deadline = d
 		}

@@ -146,7 +146,7 @@ func checkBackend(g *Registry, name string) preflight.Report {
 	if !ok || reg.Open == nil {
 		// The parent has the backend; this program does not. Whatever the
 		// name, it is never "unknown": the parent knows it.
-		return fail(fmt.Errorf("%w: the preflight child has no %s backend", ErrNotCompiled, name))
+		return fail(fmt.Errorf("device: the preflight child has no %s backend: %w", name, ErrNotCompiled))
 	}
 	opened, err := g.openBackend(reg)
 	if err != nil {
@@ -162,7 +162,7 @@ func checkBackend(g *Registry, name string) preflight.Report {
 		return fail(err)
 	}
 	if n <= 0 {
-		return fail(fmt.Errorf("%w: %s: the driver initialized but reports %d devices", ErrNoDevice, name, n))
+		return fail(fmt.Errorf("device: %s: the driver initialized but reports %d devices: %w", name, n, ErrNoDevice))
 	}
 	for i := range n {
 		info, err := b.Device(i)

@@ -199,8 +199,8 @@ func (g *Registry) Open(name string, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 		if len(candidates) == 0 {
-			return nil, fmt.Errorf("%w: no GPU backend is registered in this binary; forgotten import? import _ %q",
-				ErrNotCompiled, backendsPackage)
+			return nil, fmt.Errorf("device: no GPU backend is registered in this binary; forgotten import? import _ %q: %w",
+				backendsPackage, ErrNotCompiled)
 		}
 		return g.runtimes.add(name, newRuntime(g, candidates, true, nil)).applyOptions(opts), nil
 	}
@@ -227,16 +227,16 @@ func (g *Registry) notCompiled(name string, reg driver.Registration, registered,
 	}
 	switch {
 	case registered:
-		return fmt.Errorf("%w: backend %s is not in this binary: %s", ErrNotCompiled, name, reg.Unavailable)
+		return fmt.Errorf("device: backend %s is not in this binary: %s: %w", name, reg.Unavailable, ErrNotCompiled)
 	case shippedPackages[name] != "":
-		return fmt.Errorf("%w: backend %s is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one",
-			ErrNotCompiled, given, backendsPackage, shippedPackages[name])
+		return fmt.Errorf("device: backend %s is not registered (forgotten import?): import _ %q for every backend, or _ %q for this one: %w",
+			given, backendsPackage, shippedPackages[name], ErrNotCompiled)
 	}
 	if want := g.Suggest(name); want != "" {
-		return fmt.Errorf("%w: unknown backend %s: did you mean %q? (backend names are %s, in lower case)",
-			ErrBadSetting, given, want, strings.Join(g.Known(), ", "))
+		return fmt.Errorf("device: unknown backend %s: did you mean %q? (backend names are %s, in lower case): %w",
+			given, want, strings.Join(g.Known(), ", "), ErrBadSetting)
 	}
-	return fmt.Errorf("%w: unknown backend %s: the backends are %s", ErrBadSetting, given, strings.Join(g.Known(), ", "))
+	return fmt.Errorf("device: unknown backend %s: the backends are %s: %w", given, strings.Join(g.Known(), ", "), ErrBadSetting)
 }
 
 // aliases are names users reach for that mean a backend.

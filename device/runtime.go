@@ -147,7 +147,7 @@ func (r *Runtime) RuntimeVersion() (int, error) {
 	}
 	rv, ok := driver.Capability[driver.RuntimeVersioner](b)
 	if !ok {
-		return 0, fmt.Errorf("%w: backend %s reports no runtime version", ErrNotSupported, r.Name())
+		return 0, fmt.Errorf("device: backend %s reports no runtime version: %w", r.Name(), ErrNotSupported)
 	}
 	return rv.RuntimeVersion()
 }
@@ -157,7 +157,7 @@ func (r *Runtime) notChosen() error {
 	for i, reg := range r.candidates {
 		names[i] = reg.Name
 	}
-	return fmt.Errorf("%w: auto has not chosen among %v yet", driver.ErrNotInitialized, names)
+	return fmt.Errorf("device: auto has not chosen among %v yet: %w", names, driver.ErrNotInitialized)
 }
 
 // nilContext panics if ctx is nil, naming the method the caller called. So

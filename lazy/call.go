@@ -3,6 +3,7 @@ package lazy
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // pendingCall carries Call's arguments to callPending. It is never passed on to
@@ -61,10 +62,13 @@ func (i *Initializer) queueOrRun(ctx context.Context, depth int, fn Func) error 
 }
 
 // notRunError is what Call returns after a failure: the memoized error,
-// wrapped once so that every refusal returns the same value.
+// wrapped once so that every refusal returns the same value. Its message
+// says lazy's prefix once: the memoized error's own is dropped.
 type notRunError struct{ err error }
 
-func (e *notRunError) Error() string { return "lazy: call not run: " + e.err.Error() }
+func (e *notRunError) Error() string {
+	return "lazy: call not run: " + strings.TrimPrefix(e.err.Error(), "lazy: ")
+}
 func (e *notRunError) Unwrap() error { return e.err }
 
 // reentrant reports whether a call comes from the initialization itself: through

@@ -13,7 +13,7 @@ var ErrReentrantInit = errors.New("lazy: Init called from inside the init functi
 
 // ErrGoexit is the error recorded when init or a queued function calls
 // runtime.Goexit (t.FailNow, for one) instead of returning.
-var ErrGoexit = errors.New("lazy: function called runtime.Goexit instead of returning")
+var ErrGoexit = errors.New("function called runtime.Goexit instead of returning")
 
 // InitError is the memoized error of an init function that failed, panicked or
 // called runtime.Goexit. Every later Init returns it, and Call wraps it.

@@ -114,8 +114,8 @@ func (g *Generators) draw(ctx context.Context, ordinal int, dst []uint32, onHost
 func blocks(s State, dst []uint32, what string) (out []uint32, n int, err error) {
 	n = (len(dst) + 3) &^ 3
 	if uint64(n) > maxOffset-s.Offset {
-		return nil, 0, fmt.Errorf("%w: drawing %d values from offset %d would pass torch's offset limit %d; reseed %s",
-			ErrBadState, len(dst), s.Offset, uint64(maxOffset), what)
+		return nil, 0, fmt.Errorf("rng: drawing %d values from offset %d would pass torch's offset limit %d; reseed %s: %w",
+			len(dst), s.Offset, uint64(maxOffset), what, ErrBadState)
 	}
 	if n == len(dst) {
 		return dst, n, nil

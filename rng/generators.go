@@ -138,7 +138,7 @@ func (g *Generators) Runtime() Runtime { return g.rt }
 func (g *Generators) device(ordinal int) (*deviceGen, error) {
 	onCPU := g.onCPU.Load()
 	if onCPU && ordinal < 0 {
-		return nil, fmt.Errorf("%w: %d: ordinals start at 0", device.ErrInvalidDevice, ordinal)
+		return nil, fmt.Errorf("rng: ordinal %d: ordinals start at 0: %w", ordinal, device.ErrInvalidDevice)
 	}
 	if !onCPU {
 		if err := g.rt.CheckDevice(ordinal); err != nil && !errors.Is(err, device.ErrDeviceLost) {
@@ -170,7 +170,7 @@ func (g *Generators) mutate(ctx context.Context, depth int, ordinal int, apply f
 		return err
 	}
 	if ordinal < 0 {
-		return fmt.Errorf("%w: %d: ordinals start at 0", device.ErrInvalidDevice, ordinal)
+		return fmt.Errorf("rng: ordinal %d: ordinals start at 0: %w", ordinal, device.ErrInvalidDevice)
 	}
 	run := func(ctx context.Context) error {
 		_, err := g.apply(ctx, ordinal, apply)
@@ -287,7 +287,7 @@ func (g *Generators) SeedAll(ctx context.Context) (uint64, error) {
 func (g *Generators) SetState(ctx context.Context, ordinal int, state State) error {
 	nilContext(ctx, "SetState")
 	if err := state.validate(); err != nil {
-		return err
+		return fmt.Errorf("rng: %w", err)
 	}
 	return g.mutate(ctx, 1, ordinal, func(s *State) { *s = state })
 }
@@ -299,13 +299,13 @@ func (g *Generators) SetStateAll(ctx context.Context, states []State) error {
 	nilContext(ctx, "SetStateAll")
 	for i, s := range states {
 		if err := s.validate(); err != nil {
-			return fmt.Errorf("device %d: %w", i, err)
+			return fmt.Errorf("rng: device %d: %w", i, err)
 		}
 	}
 	states = append([]State(nil), states...)
 	return g.mutateAll(ctx, 1, func(devices int) error {
 		if len(states) != devices {
-			return fmt.Errorf("%w: %d states for %d devices", ErrBadState, len(states), devices)
+			return fmt.Errorf("rng: %d states for %d devices: %w", len(states), devices, ErrBadState)
 		}
 		return nil
 	}, func(ordinal int, s *State) { *s = states[ordinal] }, func(ctx context.Context) error {

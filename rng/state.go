@@ -11,7 +11,7 @@ import (
 const DefaultSeed uint64 = 67280421310721
 
 // ErrBadState is wrapped by every error about a malformed generator state.
-var ErrBadState = errors.New("rng: bad generator state")
+var ErrBadState = errors.New("bad generator state")
 
 // State is one device generator's state: the Philox seed and the offset, in
 // 32-bit values, of the next draw. Its binary form is torch.cuda.get_rng_state's.
@@ -24,7 +24,7 @@ type State struct {
 // then the offset, both little-endian.
 func (s State) MarshalBinary() ([]byte, error) {
 	if err := s.validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rng: %w", err)
 	}
 	b := make([]byte, 16)
 	binary.LittleEndian.PutUint64(b, s.Seed)
@@ -45,10 +45,10 @@ func (s *State) UnmarshalBinary(b []byte) error {
 		next.Seed = binary.LittleEndian.Uint64(b)
 		next.Offset = binary.LittleEndian.Uint64(b[8:])
 	default:
-		return fmt.Errorf("%w: %d bytes; want 16 (seed, offset) or 8 (seed): wrong size", ErrBadState, len(b))
+		return fmt.Errorf("rng: %d bytes; want 16 (seed, offset) or 8 (seed): wrong size: %w", len(b), ErrBadState)
 	}
 	if err := next.validate(); err != nil {
-		return err
+		return fmt.Errorf("rng: %w", err)
 	}
 	*s = next
 	return nil
@@ -57,12 +57,14 @@ func (s *State) UnmarshalBinary(b []byte) error {
 // maxOffset is the largest offset torch's int64 holds.
 const maxOffset = 1<<63 - 1
 
+// validate refuses a state torch would not take. Its error has no prefix: the
+// exported caller adds "rng: " and its context.
 func (s State) validate() error {
 	if s.Offset%4 != 0 {
-		return fmt.Errorf("%w: offset %d is not a multiple of 4", ErrBadState, s.Offset)
+		return fmt.Errorf("offset %d is not a multiple of 4: %w", s.Offset, ErrBadState)
 	}
 	if s.Offset > maxOffset {
-		return fmt.Errorf("%w: offset %d does not fit torch's int64", ErrBadState, s.Offset)
+		return fmt.Errorf("offset %d does not fit torch's int64: %w", s.Offset, ErrBadState)
 	}
 	return nil
 }

@@ -69,14 +69,14 @@ func (l *legacyRuntime) NewGenerator(ctx context.Context, ordinal int) (driver.G
 	}
 	gb, ok := driver.Capability[driver.GeneratorBackend](l.backend)
 	if !ok {
-		return nil, fmt.Errorf("%w: backend %s has no device generators", device.ErrNotSupported, l.Name())
+		return nil, fmt.Errorf("device: backend %s has no device generators: %w", l.Name(), device.ErrNotSupported)
 	}
 	return gb.NewGenerator(ordinal)
 }
 
 func (l *legacyRuntime) CheckOrdinal(ordinal int) error {
 	if n := l.devices.Load(); ordinal < 0 || ordinal >= int(n) {
-		return fmt.Errorf("%w: %d of %d devices", device.ErrInvalidDevice, ordinal, n)
+		return fmt.Errorf("device: ordinal %d of %d devices: %w", ordinal, n, device.ErrInvalidDevice)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func (*Backend) DriverVersion() (int, error) {
 	if v := state.version.Load(); v != 0 {
 		return int(v), nil
 	}
-	return 0, fmt.Errorf("%w: cuda: libcuda is loaded at the first Init, and this process has not loaded it", driver.ErrNotInitialized)
+	return 0, fmt.Errorf("cuda: libcuda is loaded at the first Init, and this process has not loaded it: %w", driver.ErrNotInitialized)
 }
 
 // DriverInitialized reports whether this process's CUDA driver is initialized
@@ -152,7 +152,7 @@ func checkOrdinal(op string, ordinal int) error {
 	case n < 0:
 		return codeError(op, 3)
 	case ordinal < 0 || int64(ordinal) >= n:
-		return fmt.Errorf("%w: cuda: ordinal %d of %d devices", driver.ErrInvalidDevice, ordinal, n)
+		return fmt.Errorf("cuda: ordinal %d of %d devices: %w", ordinal, n, driver.ErrInvalidDevice)
 	}
 	return nil
 }

@@ -10,10 +10,10 @@ struct gpuinit_curand gpuinit_rand;
 import "C"
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
@@ -51,7 +51,7 @@ func loadCurand() error {
 		err = lib.Bind(spec, curandSymbols, unsafe.Pointer(&C.gpuinit_rand), unsafe.Sizeof(C.gpuinit_rand), "install a cuRAND of CUDA 10 or later")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: cuda: device generators need cuRAND (libcurand.so.10): %w", driver.ErrNotSupported, err)
+		return drivercodes.Unusable("cuda", "device generators need cuRAND (libcurand.so.10)", err, driver.ErrNotSupported)
 	}
 	return nil
 }

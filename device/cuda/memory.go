@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
@@ -47,13 +48,13 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 	if err != nil {
 		// Not knowing is not "discrete": on an integrated GPU (GB10) NVML
 		// would answer with the host's RAM as if it were free VRAM.
-		return driver.Memory{}, fmt.Errorf("%w: cuda: device %d's free memory is unknown: whether it shares the host's memory (integrated) could not be read, and NVML's figure for such a device is wrong: %w",
-			driver.ErrNotSupported, ordinal, err)
+		return driver.Memory{}, drivercodes.Unusable("cuda", fmt.Sprintf("device %d's free memory is unknown: whether it shares the host's memory (integrated) could not be read, and NVML's figure for such a device is wrong", ordinal),
+			err, driver.ErrNotSupported)
 	}
 	if integrated {
 		avail, total, err := host.ReadMemory()
 		if err != nil {
-			return driver.Memory{}, fmt.Errorf("%w: cuda: device %d shares the host's memory, whose available figure is unknown: %w", driver.ErrNotSupported, ordinal, err)
+			return driver.Memory{}, drivercodes.Unusable("cuda", fmt.Sprintf("device %d shares the host's memory, whose available figure is unknown", ordinal), err, driver.ErrNotSupported)
 		}
 		return driver.Memory{Free: avail, Total: total, Source: driver.MemoryHost}, nil
 	}
@@ -74,8 +75,8 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 		return driver.Memory{}, err
 	}
 	if !active {
-		return driver.Memory{}, fmt.Errorf("%w: cuda: device %d's free memory is unknown: it cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory",
-			driver.ErrNotSupported, ordinal, nvmlErr)
+		return driver.Memory{}, fmt.Errorf("cuda: device %d's free memory is unknown: it cannot be read without side effects: NVML: %v; and its primary context is not active, and gpuinit never creates one (hundreds of MiB of VRAM) just to read memory: %w",
+			ordinal, nvmlErr, driver.ErrNotSupported)
 	}
 	return driver.Memory{Free: free, Total: total, Source: driver.MemoryDriverContext}, nil
 }

@@ -90,10 +90,10 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(healthwatch.Event
 	handles, err := loadNVML()
 	end()
 	if err != nil {
-		return fmt.Errorf("%w: cuda: NVML (libnvidia-ml.so.1) cannot be used, so the devices' health is not watched: %w", driver.ErrNotSupported, err)
+		return drivercodes.Unusable("cuda", "NVML (libnvidia-ml.so.1) cannot be used, so the devices' health is not watched", err, driver.ErrNotSupported)
 	}
 	if C.gpuinit_nvmlHasEvents() == 0 {
-		return fmt.Errorf("%w: cuda: this NVML has no event API, so the devices' health is not watched", driver.ErrNotSupported)
+		return fmt.Errorf("cuda: this NVML has no event API, so the devices' health is not watched: %w", driver.ErrNotSupported)
 	}
 	w := &nvmlWatch{ctx: ctx, report: report, timing: b.watchTiming(), devices: map[int]*nvmlVerdicts{}}
 	backoff := w.timing.backoff
@@ -168,7 +168,7 @@ func (w *nvmlWatch) once(handles nvmlHandles) (waited bool, err error) {
 		w.report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, At: time.Now()})
 	}
 	if len(byHandle) == 0 {
-		return false, fmt.Errorf("%w: cuda: no device could register for NVML's events: %w", driver.ErrNotSupported, unwatched)
+		return false, drivercodes.Unusable("cuda", "no device could register for NVML's events", unwatched, driver.ErrNotSupported)
 	}
 	w.readAll(byHandle)
 	lastRead := time.Now()

@@ -68,7 +68,7 @@ func (c *Counting) NewGenerator(ordinal int) (driver.Generator, error) {
 	c.generatorCalls.Add(1)
 	gb, ok := driver.Capability[driver.GeneratorBackend](c.Backend)
 	if !ok {
-		return nil, fmt.Errorf("%w: backend %s has no device generators", driver.ErrNotSupported, c.Name())
+		return nil, fmt.Errorf("devicetest: backend %s has no device generators: %w", c.Name(), driver.ErrNotSupported)
 	}
 	return gb.NewGenerator(ordinal)
 }

@@ -7,48 +7,52 @@ import (
 
 // Sentinel errors. Backends wrap raw driver codes in a *DriverError whose Is
 // reports the sentinel the code means, so callers test with errors.Is.
+// Their texts carry no package prefix: a message says its context first,
+// with the one prefix of the package that returns it, and the sentinel
+// last, as in "device: ordinal 5: sim has 2 devices, valid ordinals are
+// 0..1: invalid device ordinal".
 var (
 	// ErrNoDevice: the driver works but sees no usable GPU.
-	ErrNoDevice = errors.New("device: no GPU device found")
+	ErrNoDevice = errors.New("no GPU device found")
 	// ErrDriverNotFound: the driver library or kernel module is missing.
-	ErrDriverNotFound = errors.New("device: GPU driver not found")
+	ErrDriverNotFound = errors.New("GPU driver not found")
 	// ErrDriverMismatch: the driver is too old for the runtime, lacks a
 	// function this backend needs, or its user and kernel parts differ.
-	ErrDriverMismatch = errors.New("device: GPU driver version mismatch")
+	ErrDriverMismatch = errors.New("GPU driver version mismatch")
 	// ErrInvalidDevice: an ordinal outside 0..count-1.
-	ErrInvalidDevice = errors.New("device: invalid device ordinal")
+	ErrInvalidDevice = errors.New("invalid device ordinal")
 	// ErrNotCompiled: the backend is not in this binary, because its package
 	// was not imported or because the build could not have it (no cgo).
-	ErrNotCompiled = errors.New("device: backend not compiled in")
+	ErrNotCompiled = errors.New("backend not compiled in")
 	// ErrNotSupported: the backend lacks an optional feature, or the library
 	// that provides it (generators without libcurand) could not be loaded.
-	ErrNotSupported = errors.New("device: not supported by this backend")
+	ErrNotSupported = errors.New("not supported by this backend")
 	// ErrNotInitialized: the backend cannot answer before Init without
 	// initializing, and it never initializes on its own.
-	ErrNotInitialized = errors.New("device: not initialized yet")
+	ErrNotInitialized = errors.New("not initialized yet")
 	// ErrBadSetting: a setting the user gave (a GPUINIT_* variable, an
 	// argument) has a value that cannot be used. The error names it.
-	ErrBadSetting = errors.New("device: bad setting")
+	ErrBadSetting = errors.New("bad setting")
 
 	// ErrDriverTooOld: the driver is older than the backend, or the server
 	// (RequireDriverVersion), needs. It wraps ErrDriverMismatch.
-	ErrDriverTooOld = fmt.Errorf("%w: the driver is older than needed", ErrDriverMismatch)
+	ErrDriverTooOld = fmt.Errorf("the driver is older than needed: %w", ErrDriverMismatch)
 	// ErrNotReady: the driver is up but the system is not ready yet, such as
 	// CUDA 802 while the fabric manager starts. It wraps ErrNoDevice.
-	ErrNotReady = fmt.Errorf("%w: the system is not ready yet", ErrNoDevice)
+	ErrNotReady = fmt.Errorf("the system is not ready yet: %w", ErrNoDevice)
 
 	// ErrDeviceLost: the device is unusable for the rest of the process (a
 	// sticky error, a fatal Xid, a call past its deadline).
-	ErrDeviceLost = errors.New("device: device lost")
+	ErrDeviceLost = errors.New("device lost")
 	// ErrDeviceHung: the device was lost because a call into its driver ran
 	// past the call deadline. It wraps ErrDeviceLost.
-	ErrDeviceHung = fmt.Errorf("%w: a call into its driver hung", ErrDeviceLost)
+	ErrDeviceHung = fmt.Errorf("a call into its driver hung: %w", ErrDeviceLost)
 	// ErrInitHung: the driver's initialization did not finish within its
 	// deadline (a preflight child that hung).
-	ErrInitHung = errors.New("device: the driver's initialization hung")
+	ErrInitHung = errors.New("the driver's initialization hung")
 	// ErrOtherVendor: auto chose another backend while the host shows this
 	// one's devices too (a host with NVIDIA and AMD GPUs).
-	ErrOtherVendor = errors.New("device: another vendor's GPUs are present")
+	ErrOtherVendor = errors.New("another vendor's GPUs are present")
 )
 
 // DriverError is a failed driver call, with the raw code and its name as the

@@ -159,7 +159,7 @@ func (*Backend) DriverVersion() (int, error) {
 	if s := state.ready.Load(); s != nil {
 		return s.driverVersion, nil
 	}
-	return 0, fmt.Errorf("%w: hip: the version is read at the first Init, since asking HIP for it initializes the runtime", driver.ErrNotInitialized)
+	return 0, fmt.Errorf("hip: the version is read at the first Init, since asking HIP for it initializes the runtime: %w", driver.ErrNotInitialized)
 }
 
 // RuntimeVersion reports hipRuntimeGetVersion's answer from Init, under
@@ -168,7 +168,7 @@ func (*Backend) RuntimeVersion() (int, error) {
 	if s := state.ready.Load(); s != nil && s.runtimeVersion != 0 {
 		return s.runtimeVersion, nil
 	}
-	return 0, fmt.Errorf("%w: hip: the version is read at the first Init", driver.ErrNotInitialized)
+	return 0, fmt.Errorf("hip: the version is read at the first Init: %w", driver.ErrNotInitialized)
 }
 
 // DriverInitialized reports whether this backend's Init has brought the HIP
@@ -197,7 +197,7 @@ func checkOrdinal(op string, ordinal int) (*runtimeState, error) {
 	case s == nil:
 		return nil, codeError(op, 3)
 	case ordinal < 0 || ordinal >= len(s.busIDs):
-		return nil, fmt.Errorf("%w: hip: ordinal %d of %d devices", driver.ErrInvalidDevice, ordinal, len(s.busIDs))
+		return nil, fmt.Errorf("hip: ordinal %d of %d devices: %w", ordinal, len(s.busIDs), driver.ErrInvalidDevice)
 	}
 	return s, nil
 }

@@ -10,11 +10,11 @@ struct gpuinit_hiprand gpuinit_hiprand;
 import "C"
 
 import (
-	"fmt"
 	"path/filepath"
 	"unsafe"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/loader"
 )
 
@@ -55,7 +55,7 @@ var loadHiprandOnce = loader.OnceFunc(func() error {
 		err = lib.Bind(spec, hiprandSymbols, unsafe.Pointer(&C.gpuinit_hiprand), unsafe.Sizeof(C.gpuinit_hiprand), "install a hipRAND of ROCm 5 or later")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: hip: device generators need hipRAND (libhiprand.so.1): %w", driver.ErrNotSupported, err)
+		return drivercodes.Unusable("hip", "device generators need hipRAND (libhiprand.so.1)", err, driver.ErrNotSupported)
 	}
 	return nil
 })

@@ -67,7 +67,7 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(healthwatch.Event
 		report(healthwatch.Event{Ordinal: ordinal, Kind: healthwatch.KindWatching, Name: "ras", At: time.Now(), Message: "amdgpu RAS counters"})
 	}
 	if watched == 0 && events == nil {
-		return fmt.Errorf("%w: hip: no device has amdgpu RAS counters under %s, nor ROCm SMI events", driver.ErrNotSupported, sys)
+		return fmt.Errorf("hip: no device has amdgpu RAS counters under %s, nor ROCm SMI events: %w", sys, driver.ErrNotSupported)
 	}
 	next := time.Now()
 	for ctx.Err() == nil {

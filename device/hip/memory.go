@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 	"github.com/gpuinit/gpuinit/device/internal/host"
 )
 
@@ -60,8 +61,8 @@ func (b *Backend) ReadMemory(ordinal int) (driver.Memory, error) {
 		used, err = host.ReadCounter(p.used)
 	}
 	if err != nil {
-		return driver.Memory{}, fmt.Errorf("%w: hip: device %d (%s) has no amdgpu memory counters in sysfs, so its free memory is unknown: %w",
-			driver.ErrNotSupported, ordinal, s.busIDs[ordinal], err)
+		return driver.Memory{}, drivercodes.Unusable("hip", fmt.Sprintf("device %d (%s) has no amdgpu memory counters in sysfs, so its free memory is unknown", ordinal, s.busIDs[ordinal]),
+			err, driver.ErrNotSupported)
 	}
 	m := driver.Memory{Free: total - min(used, total), Total: total, Source: driver.MemoryAMDVRAM}
 	if p.apu {

@@ -79,7 +79,7 @@ func rasPeriod() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%w: %s=%q is not a positive duration such as 10s", driver.ErrBadSetting, EnvRASPeriod, v)
+		return 0, fmt.Errorf("hip: %s=%q is not a positive duration such as 10s: %w", EnvRASPeriod, v, driver.ErrBadSetting)
 	}
 	return d, nil
 }

@@ -142,7 +142,7 @@ func check(parse func(string) (Option, error)) func(string) error {
 func parseDevices(v string) (Option, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > MaxDevices {
-		return nil, fmt.Errorf("%w: %s=%q: want a whole number of devices from 0 to %d", driver.ErrBadSetting, EnvDevices, v, MaxDevices)
+		return nil, fmt.Errorf("sim: %s=%q: want a whole number of devices from 0 to %d: %w", EnvDevices, v, MaxDevices, driver.ErrBadSetting)
 	}
 	return WithDevices(n), nil
 }
@@ -151,9 +151,9 @@ func parseInitDelay(v string) (Option, error) {
 	d, err := time.ParseDuration(v)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %s=%q: want a duration such as 250ms: %v", driver.ErrBadSetting, EnvInitDelay, v, err)
+		return nil, fmt.Errorf("sim: %s=%q: want a duration such as 250ms: %v: %w", EnvInitDelay, v, err, driver.ErrBadSetting)
 	case d < 0:
-		return nil, fmt.Errorf("%w: %s=%q: want a non-negative duration such as 250ms", driver.ErrBadSetting, EnvInitDelay, v)
+		return nil, fmt.Errorf("sim: %s=%q: want a non-negative duration such as 250ms: %w", EnvInitDelay, v, driver.ErrBadSetting)
 	}
 	return WithInitDelay(d), nil
 }
@@ -165,7 +165,7 @@ func parseFail(v string) (Option, error) {
 			return WithFailure(f), nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s=%q: want one of %s", driver.ErrBadSetting, EnvFail, v, failureNames())
+	return nil, fmt.Errorf("sim: %s=%q: want one of %s: %w", EnvFail, v, failureNames(), driver.ErrBadSetting)
 }
 
 // failureNames lists the failures Init can simulate, for messages.
@@ -255,7 +255,7 @@ func (b *Backend) Init(ctx context.Context) error {
 // no-driver failure it fails as a missing library would.
 func (b *Backend) DriverVersion() (int, error) {
 	if b.failure == NoDriver {
-		return 0, fmt.Errorf("%w: sim: the simulated driver library is missing", driver.ErrNotInitialized)
+		return 0, fmt.Errorf("sim: the simulated driver library is missing: %w", driver.ErrNotInitialized)
 	}
 	return DriverVersion, nil
 }

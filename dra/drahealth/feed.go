@@ -62,19 +62,19 @@ func NewFeed(src Source, devices []device.Info, opts Options) (*Feed, error) {
 		f.degraded = kubeletplugin.HealthStatusHealthy
 	}
 	if f.degraded != kubeletplugin.HealthStatusHealthy && f.degraded != kubeletplugin.HealthStatusUnhealthy {
-		return nil, fmt.Errorf("drahealth: Options.Degraded %q: %w: want Healthy or Unhealthy", opts.Degraded, ErrBadOption)
+		return nil, fmt.Errorf("drahealth: Options.Degraded %q: want Healthy or Unhealthy: %w", opts.Degraded, ErrBadOption)
 	}
 	if f.timeout == 0 {
 		f.timeout = DefaultTimeout
 	}
 	if f.timeout < time.Second || f.timeout%time.Second != 0 {
-		return nil, fmt.Errorf("drahealth: Options.Timeout %v: %w: want whole seconds, at least 1s (the wire carries seconds)", opts.Timeout, ErrBadOption)
+		return nil, fmt.Errorf("drahealth: Options.Timeout %v: want whole seconds, at least 1s (the wire carries seconds): %w", opts.Timeout, ErrBadOption)
 	}
 	if f.resend == 0 {
 		f.resend = f.timeout / 3
 	}
 	if f.resend < 0 || f.resend >= f.timeout {
-		return nil, fmt.Errorf("drahealth: Options.Resend %v: %w: want more than 0 and less than the timeout %v", opts.Resend, ErrBadOption, f.timeout)
+		return nil, fmt.Errorf("drahealth: Options.Resend %v: want more than 0 and less than the timeout %v: %w", opts.Resend, f.timeout, ErrBadOption)
 	}
 	name := opts.Name
 	if name == nil {

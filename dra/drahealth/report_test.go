@@ -99,7 +99,8 @@ func TestReportCutsLongMessagesOnACharacterBoundary(t *testing.T) {
 	assert.False(t, strings.HasSuffix(d.Message, "..."))
 }
 
-// TestNewFeedRefusesBadOptions: each option it cannot use fails, naming it.
+// TestNewFeedRefusesBadOptions: each option it cannot use fails, naming it
+// first after the prefix, with the sentinel last.
 func TestNewFeedRefusesBadOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -117,6 +118,10 @@ func TestNewFeedRefusesBadOptions(t *testing.T) {
 			_, err := drahealth.NewFeed(newFakeSource(), nil, tc.opts)
 			assert.ErrorIs(t, err, drahealth.ErrBadOption)
 			assert.ErrorContains(t, err, tc.err)
+			require.Error(t, err)
+			msg := err.Error()
+			assert.True(t, strings.HasPrefix(msg, "drahealth: "+tc.err+" "), "the option first, after one prefix: %q", msg)
+			assert.True(t, strings.HasSuffix(msg, ": "+drahealth.ErrBadOption.Error()), "the sentinel last: %q", msg)
 		})
 	}
 }

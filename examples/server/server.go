@@ -138,7 +138,7 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 	onCPU := device.FallBackToCPU(err) // no GPU here: the stream the seed chose, on the CPU
 	switch {
 	case onCPU && ordinal != 0:
-		return drawResult{}, fmt.Errorf("%w: %d: without a GPU the server draws device 0's stream on the CPU only", device.ErrInvalidDevice, ordinal)
+		return drawResult{}, fmt.Errorf("ordinal %d: without a GPU the server draws device 0's stream on the CPU only: %w", ordinal, device.ErrInvalidDevice)
 	case onCPU:
 	case err != nil:
 		return drawResult{}, err
@@ -150,7 +150,7 @@ func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, erro
 		}
 	}
 	if ordinal >= maxDevices {
-		return drawResult{}, fmt.Errorf("%w: %d: the example draws on devices 0 to %d only", device.ErrInvalidDevice, ordinal, maxDevices-1)
+		return drawResult{}, fmt.Errorf("ordinal %d: the example draws on devices 0 to %d only: %w", ordinal, maxDevices-1, device.ErrInvalidDevice)
 	}
 	select {
 	case s.drawing[ordinal] <- struct{}{}:

@@ -103,8 +103,8 @@ func CheckFile(env, want string) func(string) error {
 			return nil
 		}
 		if info, err := os.Stat(file); err != nil || info.IsDir() {
-			return fmt.Errorf("%w: %s=%q names no file: point it at %s (ldconfig -p shows where the loader finds it), or unset it",
-				driver.ErrBadSetting, env, file, want)
+			return fmt.Errorf("device: %s=%q names no file: point it at %s (ldconfig -p shows where the loader finds it), or unset it: %w",
+				env, file, want, driver.ErrBadSetting)
 		}
 		return nil
 	}

@@ -104,7 +104,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 		}
 		exe, err := self()
 		if err != nil {
-			return Report{}, fmt.Errorf("the preflight cannot find this process's executable: %w; name one in Preflight.Command", err)
+			return Report{}, fmt.Errorf("the preflight cannot find this process's executable (name one in Preflight.Command): %w", err)
 		}
 		command = []string{exe}
 	}

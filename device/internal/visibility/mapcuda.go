@@ -17,7 +17,7 @@ const (
 
 // ErrOrder is Map's answer to a CUDA_DEVICE_ORDER other than "",
 // FASTEST_FIRST and PCI_BUS_ID: what CUDA does with one is not documented.
-var ErrOrder = errors.New("visibility: CUDA_DEVICE_ORDER is neither FASTEST_FIRST nor PCI_BUS_ID")
+var ErrOrder = errors.New("CUDA_DEVICE_ORDER is neither FASTEST_FIRST nor PCI_BUS_ID")
 
 // MIGRule is how a CUDA driver enumerates MIG devices, which changed at R570
 // (NVIDIA MIG User Guide, "CUDA Device Enumeration"). MIG.md has the table.
@@ -190,7 +190,7 @@ func cudaOrder(devices []Physical, order string) ([]Physical, error) {
 	case OrderPCIBusID:
 		slices.SortStableFunc(ordered, byPCI)
 	default:
-		return nil, fmt.Errorf("%w: %q", ErrOrder, order)
+		return nil, fmt.Errorf("visibility: %q: %w", order, ErrOrder)
 	}
 	return ordered, nil
 }

@@ -11,7 +11,7 @@ import (
 // ErrInitFails is MapROCm's answer when the value makes the runtime's own
 // initialisation fail, so that it sees no device at all: ROCr reaching an
 // empty ROCR_VISIBLE_DEVICES entry.
-var ErrInitFails = errors.New("visibility: the runtime's initialisation fails on this value")
+var ErrInitFails = errors.New("the runtime's initialisation fails on this value")
 
 // MapROCm returns, for each HIP (or OpenCL) ordinal on AMD, the device it is:
 // ROCr's Spec filters the GPUs first, numbered in ascending KFD node id
@@ -62,7 +62,7 @@ func applyROCr(s Spec, gpus []Physical) ([]Entry, error) {
 	// ROCr reads min(GPUs, entries) entries.
 	for i := 0; i < len(gpus); i++ {
 		if i == s.throwAt-1 {
-			return nil, fmt.Errorf("%w: %s entry %d is empty, and ROCr throws on it", ErrInitFails, s.Var, i+1)
+			return nil, fmt.Errorf("visibility: %s entry %d is empty, and ROCr throws on it: %w", s.Var, i+1, ErrInitFails)
 		}
 		if i >= len(s.Selectors) {
 			break
