@@ -153,7 +153,7 @@ func (r *Runtime) newBringup() (*bringup, error) {
 	u.moveTo("", "")
 	var err error
 	if u.floors, u.preflight, err = r.readSettings(); err != nil {
-		return nil, &classified{err: err, class: NeedsOperator}
+		return nil, &classified{err: err, class: ClassNeedsOperator}
 	}
 	seen := readVisibility()
 	r.visibility.Store(&seen)
@@ -277,7 +277,7 @@ func (u *bringup) fail(reg driver.Registration, a attempt) (retry bool) {
 	if u.r.auto {
 		u.storePassedOver()
 	}
-	return a.inChild && u.at.LastClass == NotYet
+	return a.inChild && u.at.LastClass == ClassNotYet
 }
 
 // wait waits backoff before the next attempt of next, or until ctx ends.
@@ -393,7 +393,7 @@ func (u *bringup) finalError(notReady []driver.Registration) error {
 			break // never retried: the failure says it all
 		}
 		err := failures[reg.Name]
-		failures[reg.Name] = &classified{class: NotYet, err: fmt.Errorf(
+		failures[reg.Name] = &classified{class: ClassNotYet, err: fmt.Errorf(
 			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %w",
 			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, err)}
 	}

@@ -71,7 +71,7 @@ func TestCloseStopsThePreflight(t *testing.T) {
 			defer cancel()
 			err := rt.Init(ctx) // bounded: an initialization that Close did not stop would go on
 			assert.ErrorIs(t, err, device.ErrClosed)
-			assert.Equal(t, device.NoClass, device.ClassOf(err), "closed is no GPU failure")
+			assert.Equal(t, device.ClassNone, device.ClassOf(err), "closed is no GPU failure")
 			assert.Equal(t, attempts, rt.Stats().BringUp.Attempts, "no child started after Close")
 			assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 		})

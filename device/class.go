@@ -17,32 +17,32 @@ import (
 type Class int
 
 // The classes. When auto's backends failed differently, ClassOf prefers the
-// later ones: NotYet, then NeedsOperator, then NoGPUHere.
+// later ones: ClassNotYet, then ClassNeedsOperator, then ClassNoGPUHere.
 const (
-	// NoClass is not an initialization failure. It is a caller's own
+	// ClassNone is not an initialization failure. It is a caller's own
 	// cancellation, or an error of a call on a device that works.
-	NoClass Class = iota
-	// NoGPUHere means this host, or this binary, has no GPU gpuinit can
+	ClassNone Class = iota
+	// ClassNoGPUHere means this host, or this binary, has no GPU gpuinit can
 	// use. A restart cannot change that.
-	NoGPUHere
-	// NeedsOperator means a GPU is there, but something only an operator
+	ClassNoGPUHere
+	// ClassNeedsOperator means a GPU is there, but something only an operator
 	// can fix keeps it from working. A restart does not help.
-	NeedsOperator
-	// NotYet means the failure is expected to clear by itself. The
+	ClassNeedsOperator
+	// ClassNotYet means the failure is expected to clear by itself. The
 	// preflight retries it. A fresh process may succeed where this one gave
 	// up.
-	NotYet
+	ClassNotYet
 )
 
 // String is the class's name in labels and metrics: "no-gpu", "not-yet",
-// "needs-operator", or "" for NoClass.
+// "needs-operator", or "" for ClassNone.
 func (c Class) String() string {
 	switch c {
-	case NoGPUHere:
+	case ClassNoGPUHere:
 		return "no-gpu"
-	case NotYet:
+	case ClassNotYet:
 		return "not-yet"
-	case NeedsOperator:
+	case ClassNeedsOperator:
 		return "needs-operator"
 	}
 	return ""
@@ -51,11 +51,11 @@ func (c Class) String() string {
 // Describe says in words what the class means, for a status page or a log.
 func (c Class) Describe() string {
 	switch c {
-	case NoGPUHere:
+	case ClassNoGPUHere:
 		return "no GPU here: a restart cannot help"
-	case NotYet:
+	case ClassNotYet:
 		return "not yet: expected to clear by itself"
-	case NeedsOperator:
+	case ClassNeedsOperator:
 		return "needs an operator: a restart cannot help"
 	}
 	return ""
@@ -100,27 +100,27 @@ type classRule struct {
 // classRules is the one table of initialization failures and their
 // classes. The package doc lists it; a test checks that it does, row for row.
 var classRules = []classRule{
-	{NoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
+	{ClassNoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
 		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
-	{NeedsOperator, "a library file the user named (GPUINIT_CUDA_LIBRARY, GPUINIT_HIP_LIBRARY…) that is not there, does not load, or is a second copy beside one loaded; a library found whose dependency is missing",
+	{ClassNeedsOperator, "a library file the user named (GPUINIT_CUDA_LIBRARY, GPUINIT_HIP_LIBRARY…) that is not there, does not load, or is a second copy beside one loaded; a library found whose dependency is missing",
 		func(f failure) bool {
 			return f.opPrefix("dlopen GPUINIT_") || (errors.Is(f.err, ErrDriverMismatch) && f.opPrefix("dlopen"))
 		}},
-	{NoGPUHere, "no driver library, or only the toolkit's link stub (CUDA 34)",
+	{ClassNoGPUHere, "no driver library, or only the toolkit's link stub (CUDA 34)",
 		func(f failure) bool { return errors.Is(f.err, ErrDriverNotFound) }},
-	{NoGPUHere, "a library that lacks a function the backend needs (dlsym), or answers what no driver does",
+	{ClassNoGPUHere, "a library that lacks a function the backend needs (dlsym), or answers what no driver does",
 		func(f failure) bool {
 			return f.opPrefix("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
 		}},
-	{NoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
+	{ClassNoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
 		func(f failure) bool { return errors.Is(f.err, driver.ErrDriverTooOld) }},
-	{NotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
+	{ClassNotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
 		func(f failure) bool { return errors.Is(f.err, driver.ErrNotReady) }},
-	{NoGPUHere, "no device, and a visibility setting leaves the driver none, as the driver reads it, whatever the host's devices (CUDA_VISIBLE_DEVICES empty, -1, gpu0 or 0,0; NVIDIA_VISIBLE_DEVICES=void; HIP_VISIBLE_DEVICES=-1)",
+	{ClassNoGPUHere, "no device, and a visibility setting leaves the driver none, as the driver reads it, whatever the host's devices (CUDA_VISIBLE_DEVICES empty, -1, gpu0 or 0,0; NVIDIA_VISIBLE_DEVICES=void; HIP_VISIBLE_DEVICES=-1)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
-	{NotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",
+	{ClassNotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
-	{NoGPUHere, "no device, and no GPU device node, whatever /proc or sysfs shows of the host (a container given no GPU, an AMD pod without /dev/kfd)",
+	{ClassNoGPUHere, "no device, and no GPU device node, whatever /proc or sysfs shows of the host (a container given no GPU, an AMD pod without /dev/kfd)",
 		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) }},
 	// A preflight child's Go panic needs an operator, wherever its frame is.
 	// The child runs package inits (those Go orders before device/backends,
@@ -133,17 +133,17 @@ var classRules = []classRule{
 	// then fail liveness into a restart that panics once more. The same
 	// panic in the driver's init in process needs an operator too (the last
 	// row).
-	{NeedsOperator, "a preflight child's Go panic, in the backend's Go code or in a package init the child runs: a fresh child panics again",
+	{ClassNeedsOperator, "a preflight child's Go panic, in the backend's Go code or in a package init the child runs: a fresh child panics again",
 		func(f failure) bool {
 			var pe *PreflightError
 			return errors.As(f.err, &pe) && pe.Panicked
 		}},
-	{NotYet, "a preflight child that hung past its deadline, or crashed: a signal ended it (a fault or abort in the driver's C code)",
+	{ClassNotYet, "a preflight child that hung past its deadline, or crashed: a signal ended it (a fault or abort in the driver's C code)",
 		func(f failure) bool {
 			var pe *PreflightError
 			return errors.As(f.err, &pe) && (pe.Hung || pe.Crashed())
 		}},
-	{NeedsOperator, "anything else: user-space and kernel driver differ (CUDA 803), forward compatibility on an unsupported GPU (804), 999 after suspend/resume, not permitted (800), a panic in the driver's init",
+	{ClassNeedsOperator, "anything else: user-space and kernel driver differ (CUDA 803), forward compatibility on an unsupported GPU (804), 999 after suspend/resume, not permitted (800), a panic in the driver's init",
 		func(failure) bool { return true }},
 }
 
@@ -154,7 +154,7 @@ func classOf(f failure) Class {
 			return r.class
 		}
 	}
-	return NeedsOperator
+	return ClassNeedsOperator
 }
 
 // classified is an initialization failure with its class. The class is
@@ -187,16 +187,16 @@ func (c *classified) Evidence() string { return c.evidence }
 // vendor's device nodes exist then decides "not yet" against "no GPU here".
 // A backend's raw error is classified by the table alone, as if there were
 // no device nodes. For auto's *NoBackendError the class is the most hopeful
-// of its backends': [NotYet], then [NeedsOperator], then [NoGPUHere].
-// Anything that is not an initialization failure is [NoClass], a caller's
+// of its backends': [ClassNotYet], then [ClassNeedsOperator], then [ClassNoGPUHere].
+// Anything that is not an initialization failure is [ClassNone], a caller's
 // cancellation and [ErrClosed] included.
 func ClassOf(err error) Class {
 	if err == nil || errors.Is(err, ErrClosed) {
-		return NoClass
+		return ClassNone
 	}
 	var nb *NoBackendError
 	if errors.As(err, &nb) {
-		best := NoClass
+		best := ClassNone
 		for _, f := range nb.Tried {
 			best = max(best, ClassOf(f.Err))
 		}
@@ -207,7 +207,7 @@ func ClassOf(err error) Class {
 		return c.class
 	}
 	if !isInitFailure(err) {
-		return NoClass
+		return ClassNone
 	}
 	return classOf(failure{err: err})
 }
@@ -228,11 +228,11 @@ func isInitFailure(err error) bool {
 }
 
 // FallBackToCPU reports whether err says this host has no GPU to use. A
-// server that can serve on the CPU then should. The class is [NoGPUHere]:
+// server that can serve on the CPU then should. The class is [ClassNoGPUHere]:
 // no driver, no device given to this process, every GPU hidden on purpose,
 // or a binary without a GPU backend. It is false where a GPU is there but
-// broken or misconfigured ([NeedsOperator]: stay unready and alert). It is
-// false where the GPU is not ready yet ([NotYet]: wait, or let liveness
+// broken or misconfigured ([ClassNeedsOperator]: stay unready and alert). It is
+// false where the GPU is not ready yet ([ClassNotYet]: wait, or let liveness
 // restart the process).
 //
 //	if err := rt.Init(ctx); device.FallBackToCPU(err) {
@@ -240,7 +240,7 @@ func isInitFailure(err error) bool {
 //	} else if err != nil {
 //		return err // stay unready: device.ClassOf(err) says who must act
 //	}
-func FallBackToCPU(err error) bool { return ClassOf(err) == NoGPUHere }
+func FallBackToCPU(err error) bool { return ClassOf(err) == ClassNoGPUHere }
 
 // classify gives a backend's failure its class, as the host shows now. A
 // no-device failure's class comes from evidence. The evidence is the
@@ -259,9 +259,9 @@ func classify(reg driver.Registration, err error) error {
 	c := &classified{err: err, class: classOf(f)}
 	if errors.Is(err, ErrNoDevice) && !errors.Is(err, driver.ErrNotReady) && !isPreflightError(err) {
 		switch {
-		case f.hidden != "" && c.class == NoGPUHere:
+		case f.hidden != "" && c.class == ClassNoGPUHere:
 			c.evidence = f.hidden + " hides every GPU"
-		case c.class == NotYet:
+		case c.class == ClassNotYet:
 			c.evidence = evidence + ", so the GPU may not be ready yet"
 		case evidence != "":
 			c.evidence = evidence

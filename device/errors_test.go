@@ -294,18 +294,18 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 		{"a driver that sees no device is ErrNoDevice and a *DriverError",
 			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvDevices: "0"}) },
 			[]error{device.ErrNoDevice, driver.ErrNoDevice},
-			[]func(error) bool{matches[*device.DriverError](), matches[*lazy.InitError]()}, device.NoGPUHere},
+			[]func(error) bool{matches[*device.DriverError](), matches[*lazy.InitError]()}, device.ClassNoGPUHere},
 		{"a driver library that does not load is ErrDriverNotFound",
 			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.NoDriver)}) },
-			[]error{device.ErrDriverNotFound}, []func(error) bool{matches[*device.DriverError]()}, device.NoGPUHere},
+			[]error{device.ErrDriverNotFound}, []func(error) bool{matches[*device.DriverError]()}, device.ClassNoGPUHere},
 		{"a driver whose parts differ is ErrDriverMismatch",
 			func(t *testing.T) error {
 				return initSim(t, map[string]string{sim.EnvFail: string(sim.DriverMismatch)})
 			},
-			[]error{device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.NeedsOperator},
+			[]error{device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.ClassNeedsOperator},
 		{"a system not ready yet is ErrNotReady and ErrNoDevice",
 			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.NotReady)}) },
-			[]error{driver.ErrNotReady, device.ErrNoDevice}, []func(error) bool{matches[*device.DriverError]()}, device.NotYet},
+			[]error{driver.ErrNotReady, device.ErrNoDevice}, []func(error) bool{matches[*device.DriverError]()}, device.ClassNotYet},
 		{"a driver below RequireDriverVersion is ErrDriverTooOld and ErrDriverMismatch",
 			func(t *testing.T) error {
 				rt, err := openSimWith(t, nil)
@@ -313,23 +313,23 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				require.NoError(t, rt.RequireDriverVersion("sim", sim.DriverVersion+1))
 				return rt.Init(ctx)
 			},
-			[]error{driver.ErrDriverTooOld, device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.NoGPUHere},
+			[]error{driver.ErrDriverTooOld, device.ErrDriverMismatch}, []func(error) bool{matches[*device.DriverError]()}, device.ClassNoGPUHere},
 		{"a driver init that panics is a *lazy.PanicError",
 			func(t *testing.T) error { return initSim(t, map[string]string{sim.EnvFail: string(sim.Panic)}) },
-			nil, []func(error) bool{matches[*lazy.PanicError](), matches[*lazy.InitError]()}, device.NeedsOperator},
+			nil, []func(error) bool{matches[*lazy.PanicError](), matches[*lazy.InitError]()}, device.ClassNeedsOperator},
 		{"an ordinal past the devices is ErrInvalidDevice",
 			func(t *testing.T) error { _, err := readySim(t).Device(ctx, 2); return err },
-			[]error{device.ErrInvalidDevice}, nil, device.NoClass},
+			[]error{device.ErrInvalidDevice}, nil, device.ClassNone},
 		{"a negative ordinal is ErrInvalidDevice",
 			func(t *testing.T) error { return readySim(t).Do(ctx, -1, func() error { return nil }) },
-			[]error{device.ErrInvalidDevice}, nil, device.NoClass},
+			[]error{device.ErrInvalidDevice}, nil, device.ClassNone},
 		{"a report before init is ErrInvalidDevice and ErrNotInitialized",
 			func(t *testing.T) error {
 				rt, err := openSimWith(t, nil)
 				require.NoError(t, err)
 				return rt.ReportError(0, errors.New("cuLaunchKernel failed"))
 			},
-			[]error{device.ErrInvalidDevice, driver.ErrNotInitialized}, nil, device.NoClass},
+			[]error{device.ErrInvalidDevice, driver.ErrNotInitialized}, nil, device.ClassNone},
 		{"auto's driver version before its choice is ErrNotInitialized",
 			func(t *testing.T) error {
 				var g device.Registry
@@ -337,10 +337,10 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				_, err := openIn(t, &g, "auto").DriverVersion()
 				return err
 			},
-			[]error{driver.ErrNotInitialized}, nil, device.NoClass},
+			[]error{driver.ErrNotInitialized}, nil, device.ClassNone},
 		{"auto in a binary without GPU backends is ErrNotCompiled",
 			func(t *testing.T) error { var g device.Registry; _, err := g.Open("auto"); return err },
-			[]error{device.ErrNotCompiled}, nil, device.NoGPUHere},
+			[]error{device.ErrNotCompiled}, nil, device.ClassNoGPUHere},
 		{"a backend the build could not have is ErrNotCompiled",
 			func(t *testing.T) error {
 				var g device.Registry
@@ -348,7 +348,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				_, err := g.Open("cuda")
 				return err
 			},
-			[]error{device.ErrNotCompiled}, nil, device.NoGPUHere},
+			[]error{device.ErrNotCompiled}, nil, device.ClassNoGPUHere},
 		{"a backend without free memory is ErrNotSupported",
 			func(t *testing.T) error {
 				rt := device.New(bareBackend{sim.New()})
@@ -357,32 +357,32 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				_, err := rt.Memory(ctx, 0)
 				return err
 			},
-			[]error{device.ErrNotSupported}, nil, device.NoClass},
+			[]error{device.ErrNotSupported}, nil, device.ClassNone},
 		{"a sticky code reported by the engine is ErrDeviceLost and a LostDevice",
 			func(t *testing.T) error {
 				_, err := readySim(t).ReportDriverCode(0, "cuLaunchKernel", 700)
 				return err
 			},
 			[]error{device.ErrDeviceLost}, []func(error) bool{matches[device.LostDevice](), matches[*device.DriverError]()},
-			device.NoClass},
+			device.ClassNone},
 		{"a call on a device a hung call lost is ErrDeviceHung and ErrDeviceLost",
 			hungCall, []error{driver.ErrDeviceHung, device.ErrDeviceLost},
-			[]func(error) bool{matches[device.LostDevice](), matches[*device.DriverError]()}, device.NoClass},
+			[]func(error) bool{matches[device.LostDevice](), matches[*device.DriverError]()}, device.ClassNone},
 		{"a GPUINIT_SIM_* value that does not parse is ErrBadSetting",
 			func(t *testing.T) error {
 				_, err := openSimWith(t, map[string]string{sim.EnvDevices: "lots"})
 				return err
 			},
-			[]error{device.ErrBadSetting, driver.ErrBadSetting}, nil, device.NoClass},
+			[]error{device.ErrBadSetting, driver.ErrBadSetting}, nil, device.ClassNone},
 		{"a misspelt GPUINIT_ variable is ErrBadSetting",
 			func(t *testing.T) error {
 				_, err := openSimWith(t, map[string]string{"GPUINIT_SIM_DEVICE": "1"})
 				return err
 			},
-			[]error{device.ErrBadSetting}, nil, device.NoClass},
+			[]error{device.ErrBadSetting}, nil, device.ClassNone},
 		{"an unknown backend name is ErrBadSetting",
 			func(t *testing.T) error { var g device.Registry; _, err := g.Open("bogus"); return err },
-			[]error{device.ErrBadSetting}, nil, device.NoClass},
+			[]error{device.ErrBadSetting}, nil, device.ClassNone},
 		{"a preflight child that hangs is ErrInitHung and a *PreflightError",
 			func(t *testing.T) error {
 				rt, err := openSimWith(t, map[string]string{sim.EnvFail: string(sim.Hang)})
@@ -392,7 +392,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				t.Setenv("GPUINIT_PREFLIGHT", "")
 				return rt.Init(ctx)
 			},
-			[]error{driver.ErrInitHung}, []func(error) bool{matches[*device.PreflightError]()}, device.NotYet},
+			[]error{driver.ErrInitHung}, []func(error) bool{matches[*device.PreflightError]()}, device.ClassNotYet},
 		{"auto with no usable GPU is a *NoBackendError reaching each backend's *DriverError",
 			func(t *testing.T) error {
 				var g device.Registry
@@ -402,7 +402,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 			},
 			[]error{device.ErrNoDevice},
 			[]func(error) bool{matches[*device.NoBackendError](), matches[*device.DriverError](), matches[*lazy.InitError]()},
-			device.NoGPUHere},
+			device.ClassNoGPUHere},
 		{"no device while a device node is there is not yet, with the host's evidence",
 			func(t *testing.T) error {
 				var g device.Registry
@@ -411,14 +411,14 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 					Present: func() (bool, string) { return true, "/dev/nvidia0" }})
 				return openIn(t, &g, "cuda").Init(ctx)
 			},
-			[]error{device.ErrNoDevice}, []func(error) bool{matches[evidenced](), matches[*device.DriverError]()}, device.NotYet},
+			[]error{device.ErrNoDevice}, []func(error) bool{matches[evidenced](), matches[*device.DriverError]()}, device.ClassNotYet},
 		{"auto passing over a backend whose devices the host shows is ErrOtherVendor",
 			func(t *testing.T) error {
 				passed := autoBesideHip(t).Stats().PassedOver
 				require.Len(t, passed, 1)
 				return passed[0].Err
 			},
-			[]error{driver.ErrOtherVendor}, nil, device.NoClass},
+			[]error{driver.ErrOtherVendor}, nil, device.ClassNone},
 		{"a queued call that failed is a *lazy.DeferredError in FailedCalls",
 			func(t *testing.T) error {
 				rt, err := openSimWith(t, nil)
@@ -432,7 +432,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 			},
 			// ClassOf counts a failure lazy memoized as an initialization's, whatever
 			// it wraps: the table's last row.
-			[]error{driver.ErrNotSupported}, []func(error) bool{matches[*lazy.DeferredError]()}, device.NeedsOperator},
+			[]error{driver.ErrNotSupported}, []func(error) bool{matches[*lazy.DeferredError]()}, device.ClassNeedsOperator},
 		{"a Runtime after Shutdown is ErrClosed",
 			func(t *testing.T) error {
 				rt, err := openSimWith(t, nil)
@@ -440,7 +440,7 @@ func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 				require.NoError(t, rt.Shutdown(ctx))
 				return rt.Init(ctx)
 			},
-			[]error{device.ErrClosed}, nil, device.NoClass},
+			[]error{device.ErrClosed}, nil, device.ClassNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.produce(t)

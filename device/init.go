@@ -106,7 +106,7 @@ func (r *Runtime) LazyCallDepth(ctx context.Context, depth int, fn lazy.Func) er
 // that gives at least one device is the Runtime's backend.
 //
 // With the preflight on, a candidate whose child failed for a reason that
-// clears by itself (NotYet) is tried again. Each retry runs in a fresh
+// clears by itself (ClassNotYet) is tried again. Each retry runs in a fresh
 // child, with capped backoff, until the preflight's RetryFor has passed.
 // With one candidate, its own error is returned. With several, a
 // *NoBackendError lists each one's. Every failure carries its class.

@@ -20,7 +20,7 @@ type InventoryDevice struct {
 // A device two backends both see is listed once, under the first. Devices
 // match by PCI bus id. MIG instances share their GPU's bus id, so they match
 // by UUID. A Runtime whose initialization failed (a class other than
-// [NoClass]) is passed over. Its failure is returned in skipped. Any other
+// [ClassNone]) is passed over. Its failure is returned in skipped. Any other
 // error ends the inventory, and so does the end of ctx.
 //
 // Each runtime reads only its own vendor's visibility variables. cuda reads
@@ -35,7 +35,7 @@ func Inventory(ctx context.Context, runtimes ...*Runtime) (devices []InventoryDe
 	for _, r := range runtimes {
 		infos, err := r.Devices(ctx)
 		if err != nil {
-			if ctx.Err() == nil && ClassOf(err) != NoClass && !errors.Is(err, context.Canceled) {
+			if ctx.Err() == nil && ClassOf(err) != ClassNone && !errors.Is(err, context.Canceled) {
 				skipped = append(skipped, BackendFailure{Backend: r.Name(), Err: err})
 				continue
 			}

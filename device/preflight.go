@@ -52,12 +52,12 @@ const (
 // is left to the kernel, never waited for. A child that crashes (a signal,
 // as a fault in the driver's C code gives) is reported with its signal and
 // the driver call it was in. A child whose Go code panicked is reported by
-// its panic and the frame that panicked; it is [NeedsOperator], not retried,
+// its panic and the frame that panicked; it is [ClassNeedsOperator], not retried,
 // since a fresh child panics again. Neither error carries the build
 // machine's file paths. Every child dies with the process, even when the
 // process is killed with SIGKILL.
 //
-// A failure of class [NotYet] is retried in a fresh child after Backoff. The
+// A failure of class [ClassNotYet] is retried in a fresh child after Backoff. The
 // wait doubles each time, up to MaxBackoff, until RetryFor has passed since
 // the first attempt. No in-process init ever fails for a transient reason,
 // so nothing becomes final too early.
@@ -72,7 +72,7 @@ type Preflight struct {
 	// that has not started its check within its Deadline, or 10 s where
 	// that is longer, is hung too.
 	Deadline time.Duration
-	// RetryFor is how long NotYet failures are retried, from the first
+	// RetryFor is how long ClassNotYet failures are retried, from the first
 	// attempt. 0 is 5 minutes; negative never retries.
 	RetryFor time.Duration
 	// Backoff is the wait before the first retry; 0 is 1 s. MaxBackoff caps

@@ -83,7 +83,7 @@ func TestAChildWithoutTheBackendIsNeverTakenAsNoGPU(t *testing.T) {
 	t.Setenv("GPUINIT_PREFLIGHT", "")
 	err := rt.Init(context.Background())
 	require.Error(t, err)
-	assert.Equal(t, device.NeedsOperator, device.ClassOf(err), "%v", err)
+	assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err), "%v", err)
 	assert.NotErrorIs(t, err, device.ErrNotCompiled)
 	assert.ErrorContains(t, err, "the preflight child says it has no gpu2 backend, which this process has")
 	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the child's answer is not retried")

@@ -131,7 +131,7 @@ func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
 	require.NoError(t, rt.Init(context.Background()))
 	b := rt.Stats().BringUp
 	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
-	assert.Equal(t, device.NotYet, b.LastClass)
+	assert.Equal(t, device.ClassNotYet, b.LastClass)
 	assert.ErrorIs(t, b.LastErr, driver.ErrNotReady)
 	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
 }
@@ -161,8 +161,8 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	t.Setenv(sim.EnvFail, string(sim.NotReady))
 	err := rt.Init(context.Background())
 	require.ErrorIs(t, err, driver.ErrNotReady)
-	assert.Equal(t, device.NotYet, device.ClassOf(err))
-	assert.True(t, (device.ClassOf(err) != device.NoClass))
+	assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
+	assert.True(t, (device.ClassOf(err) != device.ClassNone))
 	assert.ErrorContains(t, err, "was still not ready after")
 	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
 	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
@@ -202,11 +202,11 @@ func TestAChildThatGivesNoAnswer(t *testing.T) {
 		signal   string
 		attempts int
 	}{
-		{"hang", device.NotYet, true, "", 2},
-		{"crash", device.NotYet, false, "SIGSEGV", 2},
+		{"hang", device.ClassNotYet, true, "", 2},
+		{"crash", device.ClassNotYet, false, "SIGSEGV", 2},
 		// A Go panic is code's, which a fresh child runs again: not retried.
-		{"go-panic", device.NeedsOperator, false, "", 1},
-		{"no-report", device.NeedsOperator, false, "", 1}, // a command that never will: not retried
+		{"go-panic", device.ClassNeedsOperator, false, "", 1},
+		{"no-report", device.ClassNeedsOperator, false, "", 1}, // a command that never will: not retried
 	} {
 		t.Run(tc.does, func(t *testing.T) {
 			// Only a hang needs the deadline; the others end by
@@ -283,7 +283,7 @@ func TestAPanicInTheDriversInitIsNamedByItsLineAndFrame(t *testing.T) {
 		`github\.com/gpuinit/gpuinit/device/sim/sim\.go:\d+: panic: sim: simulated driver panic in Init$`, pe.Error())
 	assert.NotRegexp(t, absoluteGoPath, err.Error(), "no build machine's path")
 	assert.LessOrEqual(t, len(pe.Error()), 300+len(pe.Command))
-	assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+	assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
 	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "not retried")
 	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
@@ -297,11 +297,11 @@ func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
 			err := rt.Init(context.Background())
 			require.ErrorIs(t, err, device.ErrNoDevice)
 			if !present {
-				assert.Equal(t, device.NoGPUHere, device.ClassOf(err))
+				assert.Equal(t, device.ClassNoGPUHere, device.ClassOf(err))
 				assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "no GPU here: not retried")
 				return
 			}
-			assert.Equal(t, device.NotYet, device.ClassOf(err))
+			assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
 			assert.Greater(t, rt.Stats().BringUp.Attempts, 1)
 			assert.ErrorContains(t, err, "/dev/fakegpu0 exists")
 		})
@@ -355,7 +355,7 @@ func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
 			err := rt.Init(context.Background())
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
-				assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+				assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -422,5 +422,5 @@ func TestAnUnkillableChildIsSaidToBe(t *testing.T) {
 	assert.ErrorContains(t, err, "device: cuda: preflight child 2 (server) hung for 33s, and could not be killed: it is stuck in the kernel driver")
 	assert.ErrorContains(t, err, "cuInit")
 	assert.ErrorIs(t, err, driver.ErrInitHung)
-	assert.Equal(t, device.NotYet, device.ClassOf(err))
+	assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
 }

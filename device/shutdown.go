@@ -14,7 +14,7 @@ import (
 
 // ErrClosed is returned by a Runtime's calls after [Runtime.Shutdown], and by
 // an initialization that Shutdown stopped. It is no initialization failure:
-// its class is [NoClass].
+// its class is [ClassNone].
 var ErrClosed = errors.New("device: the Runtime is closed")
 
 // closing is a Runtime's one closing state, as inShutdown is a

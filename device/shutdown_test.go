@@ -372,7 +372,7 @@ func TestAnInitializationShutdownEndedIsClosed(t *testing.T) {
 		require.Equal(t, lazy.Failed, st.State)
 		assert.ErrorIs(t, st.Err, device.ErrClosed)
 		assert.NotErrorIs(t, st.Err, context.Canceled)
-		assert.Equal(t, device.NoClass, device.ClassOf(st.Err))
+		assert.Equal(t, device.ClassNone, device.ClassOf(st.Err))
 	})
 }
 

@@ -29,7 +29,7 @@ func (r report) verdict() string {
 	case r.Class != "" && (r.Fallback != nil || r.ExitCode != exitOK):
 		return r.Class
 	case r.Fallback != nil, r.ExitCode == exitUnavailable:
-		return device.NoGPUHere.String()
+		return device.ClassNoGPUHere.String()
 	case r.ExitCode == exitOK:
 		return "ok"
 	case len(r.Lost) > 0:

@@ -156,7 +156,7 @@ func promMetrics(r report, now time.Time) []byte {
 	}
 	m.gauge("gpuinit_init_failure", "The GPU backend's initialization failed, by class (no-gpu, not-yet, needs-operator): 1 for the class it failed with.")
 	for _, f := range facts {
-		for _, c := range []device.Class{device.NoGPUHere, device.NotYet, device.NeedsOperator} {
+		for _, c := range []device.Class{device.ClassNoGPUHere, device.ClassNotYet, device.ClassNeedsOperator} {
 			m.sample("gpuinit_init_failure", float64(boolMetric(f.class == c.String())), "backend", f.backend, "class", c.String())
 		}
 	}

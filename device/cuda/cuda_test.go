@@ -183,7 +183,7 @@ func TestChildMissingLibrary(t *testing.T) {
 	assert.Contains(t, de.Message, EnvLibrary+"=/nonexistent/libcuda.so.1: stat /nonexistent/libcuda.so.1: no such file or directory")
 	assert.Contains(t, de.Hint, "names a file that is not there")
 	assert.NotContains(t, de.Hint, "install the NVIDIA driver", "the user named the file: advice about that file")
-	assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+	assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
 	assert.Same(t, err, process.Init(context.Background()), "memoized")
 }
 

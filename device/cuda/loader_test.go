@@ -85,7 +85,7 @@ func TestChildMessages(t *testing.T) {
 		require.ErrorIs(t, err, device.ErrDriverMismatch)
 		assert.Contains(t, err.Error(), "names a second libcuda.so.1, but this process already has "+os.Getenv("PRELOAD"))
 		assert.Contains(t, err.Error(), "point it at "+os.Getenv("PRELOAD"))
-		assert.Equal(t, device.NeedsOperator, device.ClassOf(err))
+		assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
 	case "same":
 		require.NoError(t, err)
 	default:

@@ -79,12 +79,12 @@ func TestChildPreflight(t *testing.T) {
 		assert.Equal(t, "cuInit", pe.Call, "the stacks name the driver call")
 		assert.Contains(t, pe.Stacks, "_Cfunc_gpuinit_cuInit")
 		assert.Contains(t, err.Error(), "in cuInit")
-		assert.Equal(t, device.NotYet, device.ClassOf(err))
+		assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
 	case "crash":
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "SIGSEGV", pe.Signal)
 		assert.Contains(t, pe.Stderr, "signal arrived during cgo execution", "the tail of its stderr")
-		assert.Equal(t, device.NotYet, device.ClassOf(err))
+		assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
 		assert.False(t, errors.Is(err, driver.ErrInitHung))
 	case "recovers":
 		require.NoError(t, err)

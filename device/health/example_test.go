@@ -114,7 +114,7 @@ func ExampleWithCPUFallback() {
 	defer rt.Shutdown(context.Background())
 	h := health.New(rt, health.WithCPUFallback(), health.WithLogger(slog.New(slog.DiscardHandler)))
 	defer h.Close()
-	if err := rt.Init(context.Background()); !(device.ClassOf(err) != device.NoClass) {
+	if err := rt.Init(context.Background()); !(device.ClassOf(err) != device.ClassNone) {
 		fmt.Println(err)
 		return
 	}

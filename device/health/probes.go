@@ -110,7 +110,7 @@ func (h *Health) verdict(st device.Stats) *verdict {
 	}
 	err := st.Err
 	class := device.ClassOf(err)
-	v := &verdict{class: class, live: class != device.NotYet, servesOnCPU: h.cpuFallback && device.FallBackToCPU(err)}
+	v := &verdict{class: class, live: class != device.ClassNotYet, servesOnCPU: h.cpuFallback && device.FallBackToCPU(err)}
 	why := class.Describe()
 	var ev interface{ Evidence() string }
 	if errors.As(err, &ev) && ev.Evidence() != "" {

@@ -83,7 +83,7 @@ func TestChildPreflight(t *testing.T) {
 	case "recovers":
 		require.NoError(t, err, "hipInit's 100 with /dev/kfd present is not-yet, and retried")
 		assert.Equal(t, 3, r.Stats().BringUp.Attempts)
-		assert.Equal(t, device.NotYet, r.Stats().BringUp.LastClass)
+		assert.Equal(t, device.ClassNotYet, r.Stats().BringUp.LastClass)
 	case "slow":
 		require.NoError(t, err, "slow is not hung: the child answered within its deadline")
 		b := r.Stats().BringUp

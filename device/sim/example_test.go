@@ -43,7 +43,7 @@ func ExampleWithFailure() {
 		var de *device.DriverError
 		if errors.As(err, &de) {
 			fmt.Printf("%s: %s (%d), class %s, no usable GPU: %t\n",
-				f, de.Name, de.Code, device.ClassOf(err), (device.ClassOf(err) != device.NoClass))
+				f, de.Name, de.Code, device.ClassOf(err), (device.ClassOf(err) != device.ClassNone))
 		}
 	}
 	// Output:

@@ -34,7 +34,7 @@ func TestTheBackendCallsThroughMumax(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("no driver call went through mumax's cu")
 	}
-	if err != nil && device.ClassOf(err) == device.NoClass {
+	if err != nil && device.ClassOf(err) == device.ClassNone {
 		t.Errorf("a failure without a class: %v", err)
 	}
 }
