@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -59,27 +58,8 @@ const values = "[2632642643 2012563771 314527917 1463989207]\n"
 // base URL and the process, which the test's cleanup kills if it still runs.
 func start(t *testing.T, env []string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(childtest.Binary(t), "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), env...)
-	// A pipe of the test's own, not StderrPipe, which cmd.Wait closes
-	// while it may still be read.
-	stderr, w, err := os.Pipe()
-	require.NoError(t, err)
-	cmd.Stderr = w
-	err = cmd.Start()
-	w.Close()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); stderr.Close() })
-	listening := regexp.MustCompile(`listening on (\S+)`)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }() // ends when the process does
-			return "http://" + m[1], cmd
-		}
-	}
-	t.Fatal("the program never said where it listens")
-	return "", nil
+	s := childtest.StartServer(t, childtest.Binary(t), env, regexp.MustCompile(`listening on (\S+)`), "-addr", "127.0.0.1:0")
+	return s.URL, s.Cmd
 }
 
 func get(t *testing.T, url string) (int, string) {

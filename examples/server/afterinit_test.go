@@ -110,7 +110,7 @@ func TestAHungDraw(t *testing.T) {
 			queued := drawOn(t, queuedCtx, url+"/v1/draw?device=0&n=4")
 			cancel()
 			assert.NotEqual(t, http.StatusOK, queued.code)
-			log.waitFor(t, "draw gave up waiting")
+			log.WaitFor(t, "draw gave up waiting")
 
 			took := notReadyAfter(t, url, start)
 			assert.Less(t, took, deadline+100*time.Millisecond, "from the hung draw's start to readiness 503")

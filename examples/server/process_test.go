@@ -3,17 +3,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -39,76 +36,20 @@ func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd)
 
 // startServerLogged is startServer that also returns the server's log, as it
 // comes.
-func startServerLogged(t testing.TB, env []string, args ...string) (string, *exec.Cmd, *serverLog) {
+func startServerLogged(t testing.TB, env []string, args ...string) (string, *exec.Cmd, *childtest.Log) {
 	t.Helper()
 	return startBinary(t, childtest.Binary(t), env, args...)
 }
 
 // startBinary is startServerLogged for the server binary at bin.
-func startBinary(t testing.TB, bin string, env []string, args ...string) (string, *exec.Cmd, *serverLog) {
+func startBinary(t testing.TB, bin string, env []string, args ...string) (string, *exec.Cmd, *childtest.Log) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	// A pipe of the test's own, not StderrPipe: cmd.Wait closes that one as
-	// soon as the server exits, which can lose the lines it wrote last.
-	// This one is read to its end, whoever waits for the server.
-	stderr, w, err := os.Pipe()
-	require.NoError(t, err)
-	cmd.Stderr = w
-	err = cmd.Start()
-	w.Close()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); stderr.Close() })
-	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			log := &serverLog{}
-			go func() {
-				for sc.Scan() {
-					log.add(sc.Text())
-				}
-			}()
-			return "http://" + m[1], cmd, log
-		}
-	}
-	t.Fatal("the server never said where it listens")
-	return "", nil, nil
+	s := childtest.StartServer(t, bin, env, listening, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	return s.URL, s.Cmd, s.Log
 }
 
-// serverLog is what a server wrote to stderr after it started listening.
-type serverLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *serverLog) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, line)
-}
-
-// all returns the lines so far.
-func (l *serverLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.lines...)
-}
-
-// waitFor waits until a line contains s.
-func (l *serverLog) waitFor(t testing.TB, s string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for _, line := range l.lines {
-			if strings.Contains(line, s) {
-				return true
-			}
-		}
-		return false
-	}, 20*time.Second, time.Millisecond, "the server never logged %q", s)
-}
+// listening is the server's log line that says where it listens.
+var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 func get(t testing.TB, url string) (int, string) {
 	t.Helper()
@@ -155,7 +96,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 		resp.Body.Close()
 		drawDone <- resp.StatusCode
 	}()
-	log.waitFor(t, "draw waits for the GPU's initialization") // in the handler, waiting
+	log.WaitFor(t, "draw waits for the GPU's initialization") // in the handler, waiting
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -166,7 +107,7 @@ func TestAHangingInitWithoutThePreflightFailsLiveness(t *testing.T) {
 		t.Fatal("SIGTERM did not stop the server within its 250 ms grace")
 	}
 	assert.Equal(t, http.StatusServiceUnavailable, <-drawDone, "the waiting draw was answered, not cut off")
-	log.waitFor(t, "abandoning the initialization, in the sim driver's init") // the runtime's shutdown says what it left
+	log.WaitFor(t, "abandoning the initialization, in the sim driver's init") // the runtime's shutdown says what it left
 }
 
 // TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU: the real
@@ -209,8 +150,8 @@ func TestOnAHostWithoutAGPUTheServerStaysLiveAndServesOnTheCPU(t *testing.T) {
 
 	// Messages a person reads once: the fallback's log line, and every
 	// string of the status, under 400 characters, none said twice.
-	log.waitFor(t, "serving on the CPU")
-	for _, line := range log.all() {
+	log.WaitFor(t, "serving on the CPU")
+	for _, line := range log.Lines() {
 		if strings.Contains(line, "level=WARN") {
 			assert.Less(t, len(line), 400, "the fallback's log line: %s", line)
 			t.Logf("the fallback's log line, %d characters: %s", len(line), line)
