@@ -87,3 +87,36 @@ func TestADeadlineSetLaterWakesTheMonitorForACallInFlight(t *testing.T) {
 		w.End(s)
 	})
 }
+
+// TestACallIsReportedHungAtItsDeadline: the monitor scans every
+// interval(deadline) while a call is in flight, so a hung call is reported
+// once its deadline has passed and at most one interval later: 25 ms at most.
+// (The example server's end-to-end test cannot hold it to that, since it
+// reads the wall clock, which a loaded machine stretches; here the clock is
+// synctest's.)
+func TestACallIsReportedHungAtItsDeadline(t *testing.T) {
+	for _, deadline := range []time.Duration{40 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second} {
+		t.Run(deadline.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reported := make(chan time.Duration, 1)
+				w := NewCallWatch(1, deadline, func(_ int, _ string, took, _ time.Duration) { reported <- took }, nil)
+				defer w.Close()
+				start := time.Now()
+				c := w.Begin(0, &opDraw)
+				defer w.End(c)
+				time.Sleep(deadline - time.Nanosecond)
+				synctest.Wait()
+				select {
+				case took := <-reported:
+					t.Fatalf("reported hung after %s, before its deadline of %s", took, deadline)
+				default:
+				}
+				took := <-reported
+				at := time.Since(start)
+				assert.LessOrEqual(t, at, deadline+interval(deadline), "reported within one scan of the deadline")
+				assert.GreaterOrEqual(t, took, deadline, "the time the call is said to have run")
+				assert.LessOrEqual(t, took, at, "never more than it ran")
+			})
+		})
+	}
+}
