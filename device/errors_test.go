@@ -259,9 +259,9 @@ func hungCall(t *testing.T) (refused error) {
 // its class. The table is the list of what users match; a change of the
 // errors' shape must keep every row.
 //
-// Sentinels with no row of their own, and why: none. The types that are not
-// exported (classified, initFailure, asOnly, causes) are matched only
-// through the rows' exported types and the Evidence interface.
+// Sentinels with no row of their own, and why: none. The type that is not
+// exported (failure) is matched only through the rows' exported types and
+// the Evidence interface.
 func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 	ctx := context.Background()
 	// says is the whole message of the rows whose message is the library's
