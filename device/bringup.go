@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -394,9 +395,12 @@ func (u *bringup) finalError(notReady []driver.Registration) error {
 			break // never retried: the failure says it all
 		}
 		err := failures[reg.Name]
+		// The last failure's own prefixes, device's and the backend's, are
+		// said once, at the start.
+		last := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "device: "), reg.Name+": ")
 		failures[reg.Name] = &failure{class: ClassNotYet, causes: []error{err}, msg: fmt.Sprintf(
-			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %v",
-			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, err)}
+			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %s",
+			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, last)}
 	}
 	var tried []BackendFailure
 	for _, reg := range r.candidates {
