@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -153,7 +154,7 @@ func (r *Runtime) newBringup() (*bringup, error) {
 	u.moveTo("", "")
 	var err error
 	if u.floors, u.preflight, err = r.readSettings(); err != nil {
-		return nil, &classified{err: err, class: ClassNeedsOperator}
+		return nil, &failure{class: ClassNeedsOperator, causes: []error{err}}
 	}
 	seen := readVisibility()
 	r.visibility.Store(&seen)
@@ -308,8 +309,9 @@ var retryWait = func(ctx context.Context, d time.Duration) {
 // preflight's RetryFor. Tests replace it to count the waits alone.
 var retryClock = time.Since
 
-// failure is the failure err of backend name, with the driver version it read.
-func (r *Runtime) failure(name string, err error) BackendFailure {
+// backendFailure is the failure err of backend name, with the driver
+// version it read.
+func (r *Runtime) backendFailure(name string, err error) BackendFailure {
 	f := BackendFailure{Backend: name, Err: err}
 	if v, ok := r.driverVersions.Load(name); ok {
 		f.DriverVersion = v.(int)
@@ -376,7 +378,7 @@ func (u *bringup) storePassedOver() {
 	var passed []BackendFailure
 	for _, reg := range u.r.candidates {
 		if err, ok := u.failures[reg.Name]; ok {
-			passed = append(passed, u.r.failure(reg.Name, err))
+			passed = append(passed, u.r.backendFailure(reg.Name, err))
 		}
 	}
 	u.r.passedOver.Store(&passed)
@@ -393,16 +395,25 @@ func (u *bringup) finalError(notReady []driver.Registration) error {
 			break // never retried: the failure says it all
 		}
 		err := failures[reg.Name]
-		failures[reg.Name] = &classified{class: ClassNotYet, err: fmt.Errorf(
-			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %w",
-			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, err)}
+		// The last failure's own prefixes, device's and the backend's, are
+		// said once, at the start.
+		last := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "device: "), reg.Name+": ")
+		failures[reg.Name] = &failure{class: ClassNotYet, causes: []error{err}, msg: fmt.Sprintf(
+			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %s",
+			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, last)}
 	}
 	var tried []BackendFailure
 	for _, reg := range r.candidates {
-		tried = append(tried, r.failure(reg.Name, failures[reg.Name]))
+		tried = append(tried, r.backendFailure(reg.Name, failures[reg.Name]))
 	}
 	if len(tried) == 1 {
 		return tried[0].Err
 	}
-	return &NoBackendError{Tried: slices.Clip(tried)}
+	nb := &NoBackendError{Tried: slices.Clip(tried)}
+	f := &failure{msg: nb.Error(), class: ClassOf(nb), causes: []error{nb}}
+	var ev interface{ Evidence() string }
+	if errors.As(nb.Lead().Err, &ev) {
+		f.evidence = ev.Evidence() // the lead's, which its message says
+	}
+	return f
 }

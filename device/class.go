@@ -61,15 +61,15 @@ func (c Class) Describe() string {
 	return ""
 }
 
-// failure is what the class table looks at in an initialization failure.
+// observed is what the class table looks at in an initialization failure.
 // That is the error, and what the host showed when it happened.
-type failure struct {
+type observed struct {
 	err     error
 	present bool   // Present saw a device node given to this process
 	hidden  string // the visibility settings that hide every device, `NAME="value"`; "" if none
 }
 
-func (f failure) op(ops ...string) bool {
+func (f observed) op(ops ...string) bool {
 	var de *DriverError
 	if !errors.As(f.err, &de) {
 		return false
@@ -84,7 +84,7 @@ func (f failure) op(ops ...string) bool {
 
 // opPrefix reports whether f's call starts with prefix ("dlsym" for "dlsym
 // cuDeviceTotalMem_v2").
-func (f failure) opPrefix(prefix string) bool {
+func (f observed) opPrefix(prefix string) bool {
 	var de *DriverError
 	return errors.As(f.err, &de) && strings.HasPrefix(de.Op, prefix)
 }
@@ -94,34 +94,34 @@ func (f failure) opPrefix(prefix string) bool {
 type classRule struct {
 	class Class
 	what  string // for the package doc, which lists the table
-	match func(f failure) bool
+	match func(f observed) bool
 }
 
 // classRules is the one table of initialization failures and their
 // classes. The package doc lists it; a test checks that it does, row for row.
 var classRules = []classRule{
 	{ClassNoGPUHere, "the backend is not in this binary (its package not imported, or built without cgo)",
-		func(f failure) bool { return errors.Is(f.err, ErrNotCompiled) }},
+		func(f observed) bool { return errors.Is(f.err, ErrNotCompiled) }},
 	{ClassNeedsOperator, "a library file the user named (GPUINIT_CUDA_LIBRARY, GPUINIT_HIP_LIBRARY…) that is not there, does not load, or is a second copy beside one loaded; a library found whose dependency is missing",
-		func(f failure) bool {
+		func(f observed) bool {
 			return f.opPrefix("dlopen GPUINIT_") || (errors.Is(f.err, ErrDriverMismatch) && f.opPrefix("dlopen"))
 		}},
 	{ClassNoGPUHere, "no driver library, or only the toolkit's link stub (CUDA 34)",
-		func(f failure) bool { return errors.Is(f.err, ErrDriverNotFound) }},
+		func(f observed) bool { return errors.Is(f.err, ErrDriverNotFound) }},
 	{ClassNoGPUHere, "a library that lacks a function the backend needs (dlsym), or answers what no driver does",
-		func(f failure) bool {
+		func(f observed) bool {
 			return f.opPrefix("dlsym") || (errors.Is(f.err, ErrDriverMismatch) && f.op("cuDeviceGetCount", "hipGetDeviceCount"))
 		}},
 	{ClassNoGPUHere, "a driver older than the backend's floor or RequireDriverVersion's (CUDA 35 too)",
-		func(f failure) bool { return errors.Is(f.err, driver.ErrDriverTooOld) }},
+		func(f observed) bool { return errors.Is(f.err, driver.ErrDriverTooOld) }},
 	{ClassNotYet, "the system is not ready yet (CUDA 802: the fabric manager still starting)",
-		func(f failure) bool { return errors.Is(f.err, driver.ErrNotReady) }},
+		func(f observed) bool { return errors.Is(f.err, driver.ErrNotReady) }},
 	{ClassNoGPUHere, "no device, and a visibility setting leaves the driver none, as the driver reads it, whatever the host's devices (CUDA_VISIBLE_DEVICES empty, -1, gpu0 or 0,0; NVIDIA_VISIBLE_DEVICES=void; HIP_VISIBLE_DEVICES=-1)",
-		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
+		func(f observed) bool { return errors.Is(f.err, ErrNoDevice) && f.hidden != "" }},
 	{ClassNotYet, "no device, while a GPU device node is given to the process (/dev/nvidia0, /dev/kfd): the driver has not found the GPU yet",
-		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
+		func(f observed) bool { return errors.Is(f.err, ErrNoDevice) && f.present }},
 	{ClassNoGPUHere, "no device, and no GPU device node, whatever /proc or sysfs shows of the host (a container given no GPU, an AMD pod without /dev/kfd)",
-		func(f failure) bool { return errors.Is(f.err, ErrNoDevice) }},
+		func(f observed) bool { return errors.Is(f.err, ErrNoDevice) }},
 	// A preflight child's Go panic needs an operator, wherever its frame is.
 	// The child runs package inits (those Go orders before device/backends,
 	// which may be the program's own), then the check: the backend's Open,
@@ -134,21 +134,21 @@ var classRules = []classRule{
 	// panic in the driver's init in process needs an operator too (the last
 	// row).
 	{ClassNeedsOperator, "a preflight child's Go panic, in the backend's Go code or in a package init the child runs: a fresh child panics again",
-		func(f failure) bool {
+		func(f observed) bool {
 			var pe *PreflightError
 			return errors.As(f.err, &pe) && pe.Panicked
 		}},
 	{ClassNotYet, "a preflight child that hung past its deadline, or crashed: a signal ended it (a fault or abort in the driver's C code)",
-		func(f failure) bool {
+		func(f observed) bool {
 			var pe *PreflightError
 			return errors.As(f.err, &pe) && (pe.Hung || pe.Crashed())
 		}},
 	{ClassNeedsOperator, "anything else: user-space and kernel driver differ (CUDA 803), forward compatibility on an unsupported GPU (804), 999 after suspend/resume, not permitted (800), a panic in the driver's init",
-		func(failure) bool { return true }},
+		func(observed) bool { return true }},
 }
 
 // classOf is the table's class for f.
-func classOf(f failure) Class {
+func classOf(f observed) Class {
 	for _, r := range classRules {
 		if r.match(f) {
 			return r.class
@@ -156,28 +156,6 @@ func classOf(f failure) Class {
 	}
 	return ClassNeedsOperator
 }
-
-// classified is an initialization failure with its class. The class is
-// decided when the failure happened: "not yet" depends on what the host
-// showed then.
-type classified struct {
-	err      error
-	class    Class
-	evidence string // what the host showed that decided a no-device failure's class
-}
-
-func (c *classified) Error() string {
-	if c.evidence != "" {
-		return c.err.Error() + " (" + c.class.String() + ": " + c.evidence + ")"
-	}
-	return c.err.Error()
-}
-
-func (c *classified) Unwrap() error { return c.err }
-
-// Evidence is what the host showed that decided the class, or "". The
-// health status reads it through errors.As with an interface.
-func (c *classified) Evidence() string { return c.evidence }
 
 // ClassOf returns the class of an initialization failure. That is what a
 // Runtime's Init (or Err) returned, a *[NoBackendError], or a backend's own
@@ -202,14 +180,14 @@ func ClassOf(err error) Class {
 		}
 		return best
 	}
-	var c *classified
-	if errors.As(err, &c) {
-		return c.class
+	var f *failure
+	if errors.As(err, &f) && f.class != ClassNone {
+		return f.class
 	}
 	if !isInitFailure(err) {
 		return ClassNone
 	}
-	return classOf(failure{err: err})
+	return classOf(observed{err: err})
 }
 
 // isInitFailure reports whether err is one that an initialization gives. It
@@ -248,26 +226,26 @@ func FallBackToCPU(err error) bool { return ClassOf(err) == ClassNoGPUHere }
 // process. It is kept in the error, since a status must say why "no GPU" or
 // "not yet".
 func classify(reg driver.Registration, err error) error {
-	f := failure{err: err}
+	o := observed{err: err}
 	var evidence string
 	if reg.Present != nil {
-		f.present, evidence = reg.Present()
+		o.present, evidence = reg.Present()
 	}
 	if hiding := drivercodes.HidingFor(reg.Visibility); len(hiding) > 0 {
-		f.hidden = strings.Join(hiding, " and ")
+		o.hidden = strings.Join(hiding, " and ")
 	}
-	c := &classified{err: err, class: classOf(f)}
+	f := &failure{class: classOf(o), causes: []error{err}}
 	if errors.Is(err, ErrNoDevice) && !errors.Is(err, driver.ErrNotReady) && !isPreflightError(err) {
 		switch {
-		case f.hidden != "" && c.class == ClassNoGPUHere:
-			c.evidence = f.hidden + " hides every GPU"
-		case c.class == ClassNotYet:
-			c.evidence = evidence + ", so the GPU may not be ready yet"
+		case o.hidden != "" && f.class == ClassNoGPUHere:
+			f.evidence = o.hidden + " hides every GPU"
+		case f.class == ClassNotYet:
+			f.evidence = evidence + ", so the GPU may not be ready yet"
 		case evidence != "":
-			c.evidence = evidence
+			f.evidence = evidence
 		}
 	}
-	return c
+	return f
 }
 
 func isPreflightError(err error) bool {

@@ -73,8 +73,8 @@ func (r *Runtime) checkOrdinal(ordinal int) error {
 	case ordinal < 0:
 		return fmt.Errorf("device: ordinal %d: ordinals start at 0: %w", ordinal, ErrInvalidDevice)
 	case devices == nil:
-		return &causes{msg: fmt.Sprintf("device: ordinal %d: the %s runtime has not initialized, so its devices are not known yet: %v", ordinal, r.Name(), ErrInvalidDevice),
-			errs: []error{ErrInvalidDevice, driver.ErrNotInitialized}}
+		return &failure{msg: fmt.Sprintf("device: ordinal %d: the %s runtime has not initialized, so its devices are not known yet: %v", ordinal, r.Name(), ErrInvalidDevice),
+			causes: []error{ErrInvalidDevice, driver.ErrNotInitialized}}
 	case ordinal >= len(*devices):
 		n := len(*devices)
 		return fmt.Errorf("device: ordinal %d: %s has %d devices, valid ordinals are 0..%d: %w", ordinal, r.Name(), n, n-1, ErrInvalidDevice)

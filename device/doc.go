@@ -419,7 +419,11 @@
 //  5. bringup.fail gives a failure its class (class.go). A not-yet failure
 //     seen in the child is tried again in a fresh child after bringup.wait,
 //     with backoff, until RetryFor has passed. Otherwise bringup.finalError
-//     is memoized as the initialization's error (errors.go).
+//     is memoized as the initialization's error. It is one error type,
+//     failure (errors.go), with the class and the host's evidence: over
+//     the backend's error, or over auto's [NoBackendError] of each
+//     backend's failure. Init returns it, and errors.As finds lazy's
+//     InitError in it. The driver's error is at most three layers down.
 //  6. On success, bringup.ready calls watchAfterInit (init.go). It starts the
 //     call deadline (calls.go) and the health watch (health.go), both from
 //     device/internal/watch.

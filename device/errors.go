@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // The sentinel errors. They are package driver's, so that backends and
@@ -112,16 +113,21 @@ func (e *NoBackendError) Summary() error {
 // first leads. On a host with only ROCm, hip's failure leads, not cuda's
 // missing library: its error is the one worth reading.
 func (e *NoBackendError) Lead() BackendFailure {
-	if len(e.Tried) == 0 {
-		return BackendFailure{}
+	if i := e.leadIndex(); i >= 0 {
+		return e.Tried[i]
 	}
-	best, bestRank := 0, -1
+	return BackendFailure{}
+}
+
+// leadIndex is the index in Tried of Lead, or -1 where Tried is empty.
+func (e *NoBackendError) leadIndex() int {
+	best, bestRank := -1, -1
 	for i, f := range e.Tried {
 		if r := progress(f.Err); r > bestRank {
 			best, bestRank = i, r
 		}
 	}
-	return e.Tried[best]
+	return best
 }
 
 // progress ranks how far a backend got before err. The ranks are: not
@@ -144,38 +150,69 @@ func progress(err error) int {
 	return 3
 }
 
-// Unwrap returns the summary sentinel, then the leading backend's error
-// (Lead), then each other backend's in the order tried. The backends' errors
-// are reachable by errors.As only. errors.As finds the leading backend's
-// *DriverError first.
-func (e *NoBackendError) Unwrap() []error {
-	errs := []error{e.Summary()}
-	lead := e.Lead()
-	if lead.Err != nil {
-		errs = append(errs, asOnly{lead.Err})
+// Unwrap returns the summary sentinel, the one errors.Is matches.
+func (e *NoBackendError) Unwrap() []error { return []error{e.Summary()} }
+
+// As finds target among the backends' errors, for errors.As: the lead's
+// first (Lead), then each other backend's in the order tried. So errors.As
+// finds the leading backend's *DriverError first. The backends' errors are
+// not e's Unwrap: errors.Is does not see their sentinels.
+func (e *NoBackendError) As(target any) bool {
+	lead := e.leadIndex()
+	if lead >= 0 && e.Tried[lead].Err != nil && errors.As(e.Tried[lead].Err, target) {
+		return true
 	}
-	for _, f := range e.Tried {
-		if f.Err != lead.Err {
-			errs = append(errs, asOnly{f.Err})
+	for i, f := range e.Tried {
+		if i != lead && f.Err != nil && errors.As(f.Err, target) {
+			return true
 		}
 	}
-	return errs
+	return false
 }
 
-// asOnly hides an error's sentinels from errors.Is. errors.As still finds
-// the types inside it.
-type asOnly struct{ err error }
-
-func (a asOnly) Error() string      { return a.err.Error() }
-func (a asOnly) As(target any) bool { return errors.As(a.err, target) }
-
-// causes is an error whose message is its own, with one prefix and no more.
-// It wraps errs for errors.Is and errors.As without saying their messages
-// again.
-type causes struct {
-	msg  string
-	errs []error
+// failure is the one error type of device's own. It is what a user gets
+// between Init and the driver's error:
+//   - a backend's initialization failure: the backend's error (a
+//     *DriverError, a *PreflightError), its class and what the host showed
+//     (classify);
+//   - auto's: its *NoBackendError, the most hopeful class of its backends'
+//     and the lead's evidence (finalError);
+//   - the memoized failure that Init returns: one of those, or lazy's panic,
+//     with lazy's *InitError, which errors.As finds (Runtime.said);
+//   - any other error that says its own message once over several causes.
+//
+// So a user's error is at most three layers above the driver's: the
+// failure, auto's *NoBackendError, the backend's failure.
+type failure struct {
+	msg      string          // the whole message; "" says the lead cause's, then the evidence
+	class    Class           // ClassNone where it is not an initialization failure, or not classified yet
+	evidence string          // what the host showed that decided the class, or ""
+	causes   []error         // the lead first; errors.Is and errors.As see each
+	memo     *lazy.InitError // what lazy memoized, where Init returns f; errors.As finds it
 }
 
-func (c *causes) Error() string   { return c.msg }
-func (c *causes) Unwrap() []error { return c.errs }
+func (f *failure) Error() string {
+	switch {
+	case f.msg != "":
+		return f.msg
+	case f.evidence != "":
+		return f.causes[0].Error() + " (" + f.class.String() + ": " + f.evidence + ")"
+	}
+	return f.causes[0].Error()
+}
+
+func (f *failure) Unwrap() []error { return f.causes }
+
+// As finds lazy's *InitError, where f is the failure Init returns. It is not
+// among f's causes, which are its own: lazy's wraps f's.
+func (f *failure) As(target any) bool {
+	p, ok := target.(**lazy.InitError)
+	if ok && f.memo != nil {
+		*p = f.memo
+	}
+	return ok && f.memo != nil
+}
+
+// Evidence is what the host showed that decided the class, or "". The
+// health status reads it through errors.As with an interface.
+func (f *failure) Evidence() string { return f.evidence }

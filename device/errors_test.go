@@ -32,10 +32,11 @@ func TestEachMessageHasOnePrefix(t *testing.T) {
 	fresh := openIn(t, &g, "sim")
 	_, unknown := g.Open("bogus")
 	msgs := map[string]error{
-		"ReportError before init":   fresh.ReportError(3, errors.New("cuLaunchKernel failed")),
-		"an unknown backend":        unknown,
-		"auto with no usable GPU":   openIn(t, &g, "auto").Init(ctx),
-		"a named backend's failure": openIn(t, &g, "hip").Init(ctx),
+		"ReportError before init":             fresh.ReportError(3, errors.New("cuLaunchKernel failed")),
+		"an unknown backend":                  unknown,
+		"auto with no usable GPU":             openIn(t, &g, "auto").Init(ctx),
+		"a named backend's failure":           openIn(t, &g, "hip").Init(ctx),
+		"a hung child retried until RetryFor": retriedHang(t),
 	}
 	for what, err := range msgs {
 		if !assert.Error(t, err, what) {
@@ -54,6 +55,18 @@ func TestEachMessageHasOnePrefix(t *testing.T) {
 		assert.Len(t, nb.Tried, 2, "each backend's reason is structured, not concatenated")
 		assert.Contains(t, msgs["auto with no usable GPU"].Error(), "auto tried cuda too")
 	}
+}
+
+// retriedHang is the failure of a Runtime whose preflight child hung, and
+// whose retries ran out at once.
+func retriedHang(t *testing.T) error {
+	rt, err := openSimWith(t, map[string]string{sim.EnvFail: string(sim.Hang)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"},
+		Deadline: 100 * time.Millisecond, RetryFor: time.Nanosecond}))
+	t.Setenv("GPUINIT_PREFLIGHT", "")
+	return rt.Init(context.Background())
 }
 
 func TestCodeTableNamesEveryCode(t *testing.T) {
@@ -259,9 +272,9 @@ func hungCall(t *testing.T) (refused error) {
 // its class. The table is the list of what users match; a change of the
 // errors' shape must keep every row.
 //
-// Sentinels with no row of their own, and why: none. The types that are not
-// exported (classified, initFailure, asOnly, causes) are matched only
-// through the rows' exported types and the Evidence interface.
+// Sentinels with no row of their own, and why: none. The type that is not
+// exported (failure) is matched only through the rows' exported types and
+// the Evidence interface.
 func TestEverySentinelAndTypeAUserMatchesStillMatches(t *testing.T) {
 	ctx := context.Background()
 	// says is the whole message of the rows whose message is the library's

@@ -62,3 +62,21 @@ func CallMonitorScanning(r *Runtime) bool {
 // AddRuntime is what auto's successful init does with its Runtime: give it
 // name in g.
 func AddRuntime(g *Registry, name string, r *Runtime) { g.runtimes.add(name, r) }
+
+// Layer is what errors.Is or errors.As look at inside err, one layer down:
+// what its Unwrap returns, and what the package's As-only holders hold.
+func Layer(err error) []error {
+	switch e := err.(type) {
+	case *NoBackendError: // As alone finds the backends' errors
+		layer := e.Unwrap()
+		for _, f := range e.Tried {
+			layer = append(layer, f.Err)
+		}
+		return layer
+	case interface{ Unwrap() error }:
+		return []error{e.Unwrap()}
+	case interface{ Unwrap() []error }:
+		return e.Unwrap()
+	}
+	return nil
+}

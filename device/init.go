@@ -28,26 +28,26 @@ func (r *Runtime) Init(ctx context.Context) error {
 	return r.said(r.init.Init(ctx))
 }
 
-// initFailure is the initialization's memoized failure as a Runtime says it.
-// It wraps lazy's *InitError, which errors.As still finds, with the queued
-// calls that never ran. Its message drops lazy's prefix, so that it has one
-// prefix: the backend's.
-type initFailure struct{ ie *lazy.InitError }
-
-func (f *initFailure) Error() string { return f.ie.Err.Error() }
-func (f *initFailure) Unwrap() error { return f.ie }
-
 // said is err as the Runtime says it. The memoized initialization failure
-// gets its one form, made once. Anything else is returned as it is.
+// gets its one form, made once: the *failure initialize returned, which
+// errors.As finds lazy's *InitError in. Its message drops lazy's prefix
+// and the queued calls that never ran, so that it has one prefix: the
+// backend's. Anything else is returned as it is.
 func (r *Runtime) said(err error) error {
 	ie, ok := err.(*lazy.InitError)
 	if !ok {
 		return err
 	}
-	if f := r.saidFailure.Load(); f != nil && f.ie == ie {
+	if f := r.saidFailure.Load(); f != nil && f.memo == ie {
 		return f
 	}
-	r.saidFailure.CompareAndSwap(nil, &initFailure{ie})
+	f := &failure{causes: []error{ie.Err}} // a panic, or an error of lazy's
+	if inner, ok := ie.Err.(*failure); ok {
+		copied := *inner
+		f = &copied
+	}
+	f.memo = ie
+	r.saidFailure.CompareAndSwap(nil, f)
 	return r.saidFailure.Load()
 }
 

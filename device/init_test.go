@@ -3,9 +3,11 @@ package device_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/devicetest"
@@ -74,4 +76,72 @@ func TestConcurrentFirstTouchInitializesOnce(t *testing.T) {
 	assert.Equal(t, int64(1), calls.Init)
 	assert.Equal(t, int64(1), calls.Count)
 	assert.Equal(t, int64(3), calls.Device, "device information is read once, at init")
+}
+
+// layersTo is the shortest way down from err to a T, through device.Layer:
+// the types met, err's first and the T's last. It is nil where none is.
+func layersTo[T error](err error) []string {
+	type step struct {
+		err  error
+		path []string
+	}
+	level := []step{{err, nil}}
+	for len(level) > 0 {
+		var next []step
+		for _, s := range level {
+			path := append(s.path[:len(s.path):len(s.path)], fmt.Sprintf("%T", s.err))
+			if _, ok := s.err.(T); ok {
+				return path
+			}
+			for _, e := range device.Layer(s.err) {
+				next = append(next, step{e, path})
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// TestInitsErrorIsAtMostThreeLayersAboveTheDrivers: what Init returns
+// reaches the driver's own error (the *DriverError, or the
+// *PreflightError of a child that gave no answer) within three layers: the
+// failure Init returns, auto's *NoBackendError, the backend's failure. The
+// old tower took five: the Runtime's form of lazy's *InitError, the
+// *InitError, the *NoBackendError, its As-only wrapper, the class's.
+func TestInitsErrorIsAtMostThreeLayersAboveTheDrivers(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		layers func(t *testing.T) []string
+	}{
+		{"one backend that fails in this process", func(t *testing.T) []string {
+			var g device.Registry
+			registerGPU(&g, "cuda", 10, sim.WithFailure(sim.NoDevice))
+			return layersTo[*device.DriverError](openIn(t, &g, "cuda").Init(ctx))
+		}},
+		{"a preflight child that hung, retried until RetryFor", func(t *testing.T) []string {
+			rt, err := openSimWith(t, map[string]string{sim.EnvFail: string(sim.Hang)})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+			require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"},
+				Deadline: 100 * time.Millisecond, RetryFor: time.Nanosecond}))
+			t.Setenv("GPUINIT_PREFLIGHT", "")
+			err = rt.Init(ctx)
+			require.ErrorContains(t, err, "still not ready after 1 preflight attempts")
+			return layersTo[*device.PreflightError](err)
+		}},
+		{"auto, with both backends failed", func(t *testing.T) []string {
+			var g device.Registry
+			registerGPU(&g, "cuda", 10, sim.WithFailure(sim.NoDriver))
+			registerGPU(&g, "hip", 20, sim.WithFailure(sim.NoDevice))
+			return layersTo[*device.DriverError](openIn(t, &g, "auto").Init(ctx))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.layers(t)
+			require.NotEmpty(t, path, "Init's error does not reach the driver's")
+			t.Log(path)
+			assert.LessOrEqual(t, len(path)-1, 3, "layers from Init's error to the driver's: %v", path)
+		})
+	}
 }

@@ -90,8 +90,8 @@ func (r *Runtime) ReportError(ordinal int, err error) error {
 		if err == nil {
 			return cerr
 		}
-		return &causes{msg: fmt.Sprintf("device: report not recorded (the error reported: %v): %s", err, strings.TrimPrefix(cerr.Error(), "device: ")),
-			errs: []error{cerr, err}}
+		return &failure{msg: fmt.Sprintf("device: report not recorded (the error reported: %v): %s", err, strings.TrimPrefix(cerr.Error(), "device: ")),
+			causes: []error{cerr, err}}
 	}
 	if lost, ok := r.findLost(ordinal); ok || err == nil {
 		if ok {

@@ -165,6 +165,7 @@ func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
 	assert.True(t, (device.ClassOf(err) != device.ClassNone))
 	assert.ErrorContains(t, err, "was still not ready after")
 	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
+	assert.ErrorContains(t, err, "retried for 100ms): cuInit failed: ", "the backend's name is said once, at the start")
 	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
 	ms := time.Millisecond
 	assert.Equal(t, []time.Duration{20 * ms, 40 * ms, 40 * ms}, waits(), "waits while one more still ends within RetryFor")

@@ -42,7 +42,7 @@ type Runtime struct {
 	driverVersions sync.Map                    // backend name -> the driver version it read before it failed
 	closing        closing                     // Shutdown's one state: closed, and what it waits for
 	failedCalls    failedCalls                 // queued calls that failed when they ran
-	saidFailure    atomic.Pointer[initFailure] // the memoized failure as Init says it
+	saidFailure    atomic.Pointer[failure]     // the memoized failure as Init says it
 	logger         atomic.Pointer[slog.Logger] // WithLogger's; nil: slog.Default
 }
 
