@@ -65,14 +65,19 @@ func NewHostGenerator() (*Generator, error) {
 // not safe for concurrent use.
 type Generator struct {
 	gen C.curandGenerator_t
-	pc  *primaryContext // nil for a host generator
-	// buf is a device generator's device memory for Generate, kept between
-	// calls (cuMemAlloc per draw costs more than the draw) and grown as
-	// needed, up to loader.MaxDrawValues; bufSize is its size in bytes, 0 before
-	// the first Generate.
-	buf     deviceptr
-	bufSize int
+	pc  *primaryContext                              // nil for a host generator
+	buf loader.DeviceBuffer[deviceptr, deviceMemory] // a device generator's, for Generate
 }
+
+// deviceMemory is the CUDA driver's device memory, in the current context.
+type deviceMemory struct{}
+
+func (deviceMemory) Alloc(bytes int) (deviceptr, error) {
+	p, r := memAlloc(bytes)
+	return p, check("cuMemAlloc_v2", r)
+}
+
+func (deviceMemory) Free(p deviceptr) error { return check("cuMemFree_v2", memFree(p)) }
 
 // within runs f in the generator's context: on a locked thread with the
 // primary context current for a device generator, directly for a host one.
@@ -111,41 +116,25 @@ func (g *Generator) Generate(dst []uint32) error {
 	})
 }
 
-// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the device
-// buffer, growing it if needed, and copies them to dst. The primary context
-// is current.
+// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the
+// device buffer and copies them to dst. The primary context is current.
 func (g *Generator) generateOnDevice(dst []uint32) error {
 	size := 4 * len(dst)
-	if size > g.bufSize {
-		if err := g.freeBuffer(); err != nil {
-			return err
-		}
-		buf, r := memAlloc(size)
-		if err := check("cuMemAlloc_v2", r); err != nil {
-			return err
-		}
-		g.buf, g.bufSize = buf, size
-	}
-	if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+	buf, err := g.buf.Grow(size)
+	if err != nil {
 		return err
 	}
-	return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
-}
-
-// freeBuffer frees the device buffer, if any; the primary context is current.
-func (g *Generator) freeBuffer() error {
-	if g.bufSize == 0 {
-		return nil
+	if err := randCheck("curandGenerate", C.gpuinit_curandGenerateDevice(g.gen, buf, C.size_t(len(dst)))); err != nil {
+		return err
 	}
-	g.bufSize = 0
-	return check("cuMemFree_v2", memFree(g.buf))
+	return check("cuMemcpyDtoH_v2", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
 }
 
 // Close frees the device buffer and destroys the generator. The device's
 // primary context stays retained, as for Do.
 func (g *Generator) Close() error {
 	return g.within(func() error {
-		err := g.freeBuffer()
+		err := g.buf.Release()
 		if derr := randCheck("curandDestroyGenerator", C.gpuinit_curandDestroy(g.gen)); err == nil {
 			err = derr
 		}

@@ -39,13 +39,18 @@ func (b *Backend) NewGenerator(ordinal int) (driver.Generator, error) {
 type Generator struct {
 	gen     C.hiprandGenerator_t
 	ordinal int
-	// buf is device memory for Generate, kept between calls (hipMalloc per
-	// draw costs more than the draw) and grown as needed, up to
-	// loader.MaxDrawValues; bufSize is its size in bytes, 0 before the first
-	// Generate.
-	buf     unsafe.Pointer
-	bufSize int
+	buf     loader.DeviceBuffer[unsafe.Pointer, deviceMemory] // for Generate
 }
+
+// deviceMemory is HIP's device memory, on the current device.
+type deviceMemory struct{}
+
+func (deviceMemory) Alloc(bytes int) (unsafe.Pointer, error) {
+	p, r := malloc(bytes)
+	return p, check("hipMalloc", r)
+}
+
+func (deviceMemory) Free(p unsafe.Pointer) error { return check("hipFree", free(p)) }
 
 // SetSeed calls hiprandSetPseudoRandomGeneratorSeed.
 func (g *Generator) SetSeed(seed uint64) error {
@@ -69,40 +74,24 @@ func (g *Generator) Generate(dst []uint32) error {
 	})
 }
 
-// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the device
-// buffer, growing it if needed, and copies them to dst. The device is
-// current.
+// generateOnDevice draws len(dst) <= loader.MaxDrawValues values into the
+// device buffer and copies them to dst. The device is current.
 func (g *Generator) generateOnDevice(dst []uint32) error {
 	size := 4 * len(dst)
-	if size > g.bufSize {
-		if err := g.freeBuffer(); err != nil {
-			return err
-		}
-		buf, r := malloc(size)
-		if err := check("hipMalloc", r); err != nil {
-			return err
-		}
-		g.buf, g.bufSize = buf, size
-	}
-	if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, g.buf, C.size_t(len(dst)))); err != nil {
+	buf, err := g.buf.Grow(size)
+	if err != nil {
 		return err
 	}
-	return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), g.buf, size))
-}
-
-// freeBuffer frees the device buffer, if any; the device is current.
-func (g *Generator) freeBuffer() error {
-	if g.bufSize == 0 {
-		return nil
+	if err := randCheck("hiprandGenerate", C.gpuinit_hiprandGenerate(g.gen, buf, C.size_t(len(dst)))); err != nil {
+		return err
 	}
-	g.bufSize = 0
-	return check("hipFree", free(g.buf))
+	return check("hipMemcpy", memcpyDtoH(unsafe.Pointer(&dst[0]), buf, size))
 }
 
 // Close frees the device buffer and destroys the generator, on its device.
 func (g *Generator) Close() error {
 	return onDevice(g.ordinal, func() error {
-		err := g.freeBuffer()
+		err := g.buf.Release()
 		if derr := randCheck("hiprandDestroyGenerator", C.gpuinit_hiprandDestroy(g.gen)); err == nil {
 			err = derr
 		}

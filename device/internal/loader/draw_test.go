@@ -44,3 +44,49 @@ func TestInPiecesStopsAtTheFirstError(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, 1, calls)
 }
+
+// fakeMemory is device memory whose pointers are numbers, with a record of
+// what was allocated and freed, and a failure to give.
+type fakeMemory struct{}
+
+var fakeMem struct {
+	next      int
+	allocs    []int // sizes
+	frees     []int // pointers
+	failAlloc bool
+}
+
+func (fakeMemory) Alloc(bytes int) (int, error) {
+	if fakeMem.failAlloc {
+		return 0, errors.New("out of memory")
+	}
+	fakeMem.next++
+	fakeMem.allocs = append(fakeMem.allocs, bytes)
+	return fakeMem.next, nil
+}
+
+func (fakeMemory) Free(p int) error {
+	fakeMem.frees = append(fakeMem.frees, p)
+	return nil
+}
+
+func TestADeviceBufferGrowsOnlyWhenADrawNeedsMore(t *testing.T) {
+	fakeMem.next, fakeMem.allocs, fakeMem.frees, fakeMem.failAlloc = 0, nil, nil, false
+	var b DeviceBuffer[int, fakeMemory]
+	assert.NoError(t, b.Release(), "an empty buffer frees nothing")
+	p, err := b.Grow(64)
+	assert.NoError(t, err)
+	assert.Equal(t, 1, p)
+	p, _ = b.Grow(16)
+	assert.Equal(t, 1, p, "a smaller draw reuses the buffer")
+	p, _ = b.Grow(128)
+	assert.Equal(t, 2, p, "a larger one gets a new buffer")
+	assert.Equal(t, []int{64, 128}, fakeMem.allocs)
+	assert.Equal(t, []int{1}, fakeMem.frees, "the old one freed first")
+	fakeMem.failAlloc = true
+	_, err = b.Grow(256)
+	assert.Error(t, err)
+	assert.Equal(t, []int{1, 2}, fakeMem.frees, "freed before the failed allocation")
+	assert.NoError(t, b.Release(), "after a failure the buffer holds none")
+	assert.Equal(t, []int{1, 2}, fakeMem.frees, "nothing freed twice")
+}
