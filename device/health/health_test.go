@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -40,30 +41,34 @@ func status(t *testing.T, h *health.Health) health.Status {
 }
 
 func TestAutoInitStartsOnceAndReadinessNeverBlocks(t *testing.T) {
-	const initDelay = 400 * time.Millisecond
-	c := &devicetest.Counting{Backend: sim.New(sim.WithInitDelay(initDelay))}
-	rt := device.New(c)
-	h := health.New(rt)
-	defer h.Close()
-	// A probe that waited would take most of the init delay; the bound is
-	// half of it, so that a loaded machine's scheduling delays do not count.
-	for range 20 {
-		start := time.Now()
-		code, body := probe(t, h.Ready())
-		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, body, "initializing")
-		assert.Less(t, time.Since(start), initDelay/2, "readiness never waits for init")
-	}
-	require.Eventually(t, func() bool { code, _ := probe(t, h.Ready()); return code == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
-	assert.Equal(t, int64(1), c.Calls().Init, "the first probe started Init, once")
-	s := status(t, h)
-	assert.Equal(t, "ready", s.State)
-	assert.True(t, s.Ready && s.Live)
-	assert.Len(t, s.Devices, 2)
-	assert.Equal(t, "GPU-5e1d0c0a-9a7f-4b6e-8d2c-000000000000", s.Devices[0].UUID)
-	assert.Equal(t, sim.DriverVersion, s.DriverVersion)
-	assert.GreaterOrEqual(t, s.Init.DurationMillis, float64(initDelay.Milliseconds()))
-	require.NotNil(t, s.ReadAt)
+	synctest.Test(t, func(t *testing.T) {
+		const initDelay = 400 * time.Millisecond
+		c := &devicetest.Counting{Backend: sim.New(sim.WithInitDelay(initDelay))}
+		rt := device.New(c)
+		defer func() { assert.NoError(t, rt.Shutdown(context.Background())) }()
+		h := health.New(rt)
+		defer h.Close()
+		// The clock is synctest's: it moves only while every goroutine
+		// waits, so a probe that waited for init would take the whole init
+		// delay, and one that does not takes none of it.
+		for range 20 {
+			start := time.Now()
+			code, body := probe(t, h.Ready())
+			assert.Equal(t, http.StatusServiceUnavailable, code)
+			assert.Contains(t, body, "initializing")
+			assert.Less(t, time.Since(start), initDelay/2, "readiness never waits for init")
+		}
+		require.Eventually(t, func() bool { code, _ := probe(t, h.Ready()); return code == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+		assert.Equal(t, int64(1), c.Calls().Init, "the first probe started Init, once")
+		s := status(t, h)
+		assert.Equal(t, "ready", s.State)
+		assert.True(t, s.Ready && s.Live)
+		assert.Len(t, s.Devices, 2)
+		assert.Equal(t, "GPU-5e1d0c0a-9a7f-4b6e-8d2c-000000000000", s.Devices[0].UUID)
+		assert.Equal(t, sim.DriverVersion, s.DriverVersion)
+		assert.GreaterOrEqual(t, s.Init.DurationMillis, float64(initDelay.Milliseconds()))
+		require.NotNil(t, s.ReadAt)
+	})
 }
 
 func TestWithoutAutoInitNothingStarts(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -288,40 +289,42 @@ func TestWithoutAnInitDeadlineLivenessNeverFailsForTime(t *testing.T) {
 func TestAnXidThatNeedsAResetTurnsReadinessOffWithin100ms(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "WithRestartOnDeviceLoss"}[restart], func(t *testing.T) {
-			s, rt := watchedSim(t)
-			opts := []health.Option{quiet}
-			if restart {
-				opts = append(opts, health.WithRestartOnDeviceLoss())
-			}
-			h := health.New(rt, opts...)
-			defer h.Close()
-			code, _ := probe(t, h.Ready())
-			require.Equal(t, http.StatusOK, code)
+			synctest.Test(t, func(t *testing.T) {
+				s, rt := watchedSim(t)
+				opts := []health.Option{quiet}
+				if restart {
+					opts = append(opts, health.WithRestartOnDeviceLoss())
+				}
+				h := health.New(rt, opts...)
+				defer h.Close()
+				code, _ := probe(t, h.Ready())
+				require.Equal(t, http.StatusOK, code)
 
-			start := time.Now()
-			s.InjectXid(1, 79)
-			took := untilNotReady(t, h, start)
-			assert.Less(t, took, 100*time.Millisecond)
-			t.Logf("from the Xid to readiness 503: %v", took)
+				start := time.Now()
+				s.InjectXid(1, 79)
+				took := untilNotReady(t, h, start)
+				assert.Less(t, took, 100*time.Millisecond)
+				t.Logf("from the Xid to readiness 503: %v", took)
 
-			code, body := probe(t, h.Ready())
-			assert.Equal(t, http.StatusServiceUnavailable, code)
-			assert.Contains(t, body, "device 1 lost")
-			assert.Contains(t, body, "(xid)")
-			assert.Contains(t, body, "fallen off the bus")
-			code, _ = probe(t, h.Live())
-			assert.Equal(t, map[bool]int{false: http.StatusOK, true: http.StatusServiceUnavailable}[restart], code)
+				code, body := probe(t, h.Ready())
+				assert.Equal(t, http.StatusServiceUnavailable, code)
+				assert.Contains(t, body, "device 1 lost")
+				assert.Contains(t, body, "(xid)")
+				assert.Contains(t, body, "fallen off the bus")
+				code, _ = probe(t, h.Live())
+				assert.Equal(t, map[bool]int{false: http.StatusOK, true: http.StatusServiceUnavailable}[restart], code)
 
-			st := status(t, h)
-			require.Len(t, st.Lost, 1)
-			assert.Equal(t, 1, st.Lost[0].Ordinal)
-			assert.Equal(t, "xid", st.Lost[0].Source)
-			assert.Equal(t, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", st.Lost[0].Error.Name)
-			assert.Equal(t, 79, st.Lost[0].Error.Code)
-			require.Len(t, st.Devices, 2)
-			require.NotNil(t, st.Devices[1].Health)
-			assert.Equal(t, map[string]int64{"xid 79": 1}, st.Devices[1].Health.Counted)
-			assert.NoError(t, rt.CheckDevice(0), "the other device serves")
+				st := status(t, h)
+				require.Len(t, st.Lost, 1)
+				assert.Equal(t, 1, st.Lost[0].Ordinal)
+				assert.Equal(t, "xid", st.Lost[0].Source)
+				assert.Equal(t, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", st.Lost[0].Error.Name)
+				assert.Equal(t, 79, st.Lost[0].Error.Code)
+				require.Len(t, st.Devices, 2)
+				require.NotNil(t, st.Devices[1].Health)
+				assert.Equal(t, map[string]int64{"xid 79": 1}, st.Devices[1].Health.Counted)
+				assert.NoError(t, rt.CheckDevice(0), "the other device serves")
+			})
 		})
 	}
 }
@@ -346,33 +349,35 @@ func TestAHungCallTurnsReadinessOffWithinItsDeadlinePlus100ms(t *testing.T) {
 	const deadline = 50 * time.Millisecond
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "WithRestartOnDeviceLoss"}[restart], func(t *testing.T) {
-			_, rt := watchedSim(t)
-			rt.SetCallDeadline(deadline)
-			opts := []health.Option{quiet}
-			if restart {
-				opts = append(opts, health.WithRestartOnDeviceLoss())
-			}
-			h := health.New(rt, opts...)
-			defer h.Close()
-			release := make(chan struct{})
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer close(release)
-			start := time.Now()
-			wg.Go(func() { _ = rt.Do(context.Background(), 0, func() error { <-release; return nil }) })
-			took := untilNotReady(t, h, start)
-			assert.Less(t, took, deadline+100*time.Millisecond)
-			assert.GreaterOrEqual(t, took, deadline, "not before the deadline")
-			t.Logf("from the call's start to readiness 503: %v (deadline %v)", took, deadline)
-			_, body := probe(t, h.Ready())
-			assert.Contains(t, body, "(deadline)")
-			code, _ := probe(t, h.Live())
-			assert.Equal(t, map[bool]int{false: http.StatusOK, true: http.StatusServiceUnavailable}[restart], code,
-				"a wedged thread: a restart helps")
-			st := status(t, h)
-			require.Len(t, st.Lost, 1)
-			assert.Equal(t, "deadline", st.Lost[0].Source)
-			assert.Equal(t, "device-lost", st.Lost[0].Error.Kind)
+			synctest.Test(t, func(t *testing.T) {
+				_, rt := watchedSim(t)
+				rt.SetCallDeadline(deadline)
+				opts := []health.Option{quiet}
+				if restart {
+					opts = append(opts, health.WithRestartOnDeviceLoss())
+				}
+				h := health.New(rt, opts...)
+				defer h.Close()
+				release := make(chan struct{})
+				var wg sync.WaitGroup
+				defer wg.Wait()
+				defer close(release)
+				start := time.Now()
+				wg.Go(func() { _ = rt.Do(context.Background(), 0, func() error { <-release; return nil }) })
+				took := untilNotReady(t, h, start)
+				assert.Less(t, took, deadline+100*time.Millisecond)
+				assert.GreaterOrEqual(t, took, deadline, "not before the deadline")
+				t.Logf("from the call's start to readiness 503: %v (deadline %v)", took, deadline)
+				_, body := probe(t, h.Ready())
+				assert.Contains(t, body, "(deadline)")
+				code, _ := probe(t, h.Live())
+				assert.Equal(t, map[bool]int{false: http.StatusOK, true: http.StatusServiceUnavailable}[restart], code,
+					"a wedged thread: a restart helps")
+				st := status(t, h)
+				require.Len(t, st.Lost, 1)
+				assert.Equal(t, "deadline", st.Lost[0].Source)
+				assert.Equal(t, "device-lost", st.Lost[0].Error.Kind)
+			})
 		})
 	}
 }
