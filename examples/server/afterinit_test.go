@@ -174,7 +174,7 @@ func TestAHungDraw(t *testing.T) {
 }
 
 // TestXidsOverTheFakeNVML injects Xids through the fake NVML's events file:
-// 79 loses device 1 alone, named, within 100 ms of readiness; 13 on device 0
+// 79 loses device 1 alone, named, well before NVML's 1 s wait ends; 13 on device 0
 // is counted and the server stays ready on it.
 func TestXidsOverTheFakeNVML(t *testing.T) {
 	t.Parallel() // a server of its own, mostly waiting
@@ -204,8 +204,14 @@ func TestXidsOverTheFakeNVML(t *testing.T) {
 
 	start := time.Now()
 	inject("xid " + st.Devices[1].UUID + " 79")
+	// The fake's wait takes the line as soon as it is appended, so the Xid
+	// is seen at once, not when NVML's 1 s wait would end. Half that wait
+	// keeps the test able to tell the two apart through HTTP and another
+	// process on a loaded machine; the Runtime's own path is held to its
+	// figure on synctest's clock (device/health's
+	// TestAnXidThatNeedsAResetTurnsReadinessOffWithin100ms).
 	took := notReadyAfter(t, url, start)
-	assert.Less(t, took, 100*time.Millisecond, "from the Xid to readiness 503")
+	assert.Less(t, took, 500*time.Millisecond, "from the Xid to readiness 503, within half of NVML's wait")
 	t.Logf("from the Xid to readiness 503: %v", took)
 	_, body := get(t, url+health.ReadyPath)
 	assert.Contains(t, body, "device 1 lost")
