@@ -248,9 +248,10 @@ func (u *bringup) checkInChild(ctx context.Context, reg driver.Registration) att
 	if errors.Is(err, ErrNotCompiled) {
 		// This process has the backend, so the child's answer is about
 		// the child, not the host. It is never "no GPU here".
-		return attempt{err: fmt.Errorf("device: %s: the preflight child says it has no %s backend, which this process has: "+
-			"the default child serves the backends that init functions register with DefaultRegistry; register it there from an init function, "+
-			"or name a program that has it in Preflight.Command (the child said: %v)", reg.Name, reg.Name, err)}
+		// It does not wrap the child's ErrNotCompiled, which would say no GPU.
+		return attempt{err: fmt.Errorf("device: %s: the preflight child has no %s backend, which this process has: "+
+			"the default child serves DefaultRegistry's; register it there from an init function, or name a program that has it in Preflight.Command",
+			reg.Name, reg.Name)}
 	}
 	return attempt{err: err, inChild: err != nil}
 }

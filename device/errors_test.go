@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,30 +33,65 @@ func TestEachMessageHasOnePrefix(t *testing.T) {
 	ctx := context.Background()
 	fresh := openIn(t, &g, "sim")
 	_, unknown := g.Open("bogus")
+	noBackend := childWithoutTheBackend(t) // before retriedHang sets GPUINIT_SIM_FAIL
 	msgs := map[string]error{
 		"ReportError before init":             fresh.ReportError(3, errors.New("cuLaunchKernel failed")),
 		"an unknown backend":                  unknown,
 		"auto with no usable GPU":             openIn(t, &g, "auto").Init(ctx),
 		"a named backend's failure":           openIn(t, &g, "hip").Init(ctx),
 		"a hung child retried until RetryFor": retriedHang(t),
+		"a panic in the driver's init":        device.New(sim.New(sim.WithFailure(sim.Panic))).Init(ctx),
+		"an init that called Goexit":          device.New(goexitInit{sim.New()}).Init(ctx),
+		"a child without the backend":         noBackend,
 	}
 	for what, err := range msgs {
 		if !assert.Error(t, err, what) {
 			continue
 		}
 		msg := err.Error()
-		for _, prefix := range []string{"lazy: ", "device: ", "rng: "} {
-			assert.LessOrEqual(t, strings.Count(msg, prefix), 1, "%s: %q", what, msg)
-		}
+		// The prefix is device's, or the backend's for its own failure. A
+		// panic's value is quoted as it is.
+		said, _, _ := strings.Cut(msg, "panic: ")
+		prefixes := packagePrefix().FindAllStringIndex(said, -1)
+		assert.Len(t, prefixes, 1, "%s: one package's prefix, once: %q", what, msg)
+		assert.True(t, len(prefixes) > 0 && prefixes[0][0] == 0, "%s: the prefix leads: %q", what, msg)
 		assert.Less(t, len(msg), 300, "%s: a message a person reads once: %q", what, msg)
 	}
 	assert.ErrorIs(t, msgs["ReportError before init"], device.ErrInvalidDevice)
 	assert.ErrorIs(t, msgs["ReportError before init"], driver.ErrNotInitialized)
+	assert.ErrorIs(t, msgs["an init that called Goexit"], lazy.ErrGoexit)
+	var pe *lazy.PanicError
+	assert.ErrorAs(t, msgs["a panic in the driver's init"], &pe)
 	var nb *device.NoBackendError
 	if assert.ErrorAs(t, msgs["auto with no usable GPU"], &nb) {
 		assert.Len(t, nb.Tried, 2, "each backend's reason is structured, not concatenated")
 		assert.Contains(t, msgs["auto with no usable GPU"].Error(), "auto tried cuda too")
 	}
+}
+
+// packagePrefix finds a package's prefix: at the start of a message, or of
+// a wrapped one (after ": " or "(").
+var packagePrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|: |\()(?:lazy|device|rng|preflight|sim|cuda|hip): `)
+})
+
+// goexitInit is a backend whose Init calls runtime.Goexit.
+type goexitInit struct{ driver.Backend }
+
+func (goexitInit) Init(context.Context) error { runtime.Goexit(); return nil }
+func (g goexitInit) Unwrap() driver.Backend   { return g.Backend }
+
+// childWithoutTheBackend is the failure of a Runtime whose preflight child
+// is a program without its backend: this test binary, whose registry has
+// no "gpu2".
+func childWithoutTheBackend(t *testing.T) error {
+	var g device.Registry
+	registerGPU(&g, "gpu2", 10)
+	rt := openIn(t, &g, "gpu2")
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.UsePreflight(device.Preflight{Deadline: 10 * time.Second}))
+	t.Setenv("GPUINIT_PREFLIGHT", "")
+	return rt.Init(context.Background())
 }
 
 // retriedHang is the failure of a Runtime whose preflight child hung, and

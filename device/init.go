@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -41,7 +42,12 @@ func (r *Runtime) said(err error) error {
 	if f := r.saidFailure.Load(); f != nil && f.memo == ie {
 		return f
 	}
-	f := &failure{causes: []error{ie.Err}} // a panic, or an error of lazy's
+	f := &failure{causes: []error{ie.Err}} // ErrClosed, which says its prefix
+	if !strings.HasPrefix(ie.Err.Error(), "device: ") {
+		// A panic, or an init that called runtime.Goexit: lazy's words, which
+		// say neither the prefix nor what failed.
+		f.msg = "device: the initialization failed: " + ie.Err.Error()
+	}
 	if inner, ok := ie.Err.(*failure); ok {
 		copied := *inner
 		f = &copied

@@ -85,7 +85,7 @@ func TestAChildWithoutTheBackendIsNeverTakenAsNoGPU(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err), "%v", err)
 	assert.NotErrorIs(t, err, device.ErrNotCompiled)
-	assert.ErrorContains(t, err, "the preflight child says it has no gpu2 backend, which this process has")
+	assert.ErrorContains(t, err, "the preflight child has no gpu2 backend, which this process has")
 	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the child's answer is not retried")
 	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -382,20 +383,20 @@ func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) er
 func (g *Generators) drawOnDevice(ctx context.Context, d *deviceGen, ordinal int, out []uint32) (err error) {
 	if d.gen == nil {
 		if d.gen, err = g.rt.NewGenerator(ctx, ordinal); err != nil {
-			return fmt.Errorf("rng: creating the generator of device %d: %w", ordinal, err)
+			return deviceError("creating the generator of device", ordinal, err)
 		}
 	}
 	if err := d.gen.SetSeed(d.state.Seed); err != nil {
-		return fmt.Errorf("rng: seeding device %d: %w", ordinal, err)
+		return deviceError("seeding device", ordinal, err)
 	}
 	if err := d.gen.SetOffset(d.state.Offset); err != nil {
-		return fmt.Errorf("rng: setting the offset of device %d: %w", ordinal, err)
+		return deviceError("setting the offset of device", ordinal, err)
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	if err := d.gen.Generate(out); err != nil {
-		return fmt.Errorf("rng: generating on device %d: %w", ordinal, err)
+		return deviceError("generating on device", ordinal, err)
 	}
 	return nil
 }
@@ -427,9 +428,25 @@ func (g *Generators) Close() error {
 			continue // a draw holds it, and closes the generator when it lets go
 		}
 		if err := d.closeGenerator(); err != nil {
-			errs = append(errs, fmt.Errorf("rng: closing the generator of device %d: %w", ordinal, err))
+			errs = append(errs, deviceError("closing the generator of device", ordinal, err))
 		}
 		<-d.lock
 	}
 	return errors.Join(errs...)
 }
+
+// deviceError is err, of what rng did on device ordinal, in rng's words:
+// "rng: seeding device 0: " and err's message without device's own prefix,
+// so that one package's prefix leads. errors.Is and errors.As see err.
+func deviceError(what string, ordinal int, err error) error {
+	return &wrapped{msg: fmt.Sprintf("rng: %s %d: %s", what, ordinal, strings.TrimPrefix(err.Error(), "device: ")), err: err}
+}
+
+// wrapped is an error with a message of its own over err.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }

@@ -3,6 +3,8 @@ package rng_test
 import (
 	"context"
 	"errors"
+	"github.com/gpuinit/gpuinit/device/sim"
+	"strings"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -50,4 +52,19 @@ func TestEverySentinelGeneratorsReturnStillMatches(t *testing.T) {
 			assert.True(t, errors.Is(err, tc.is), "%v", err)
 		})
 	}
+}
+
+// TestADevicesFailureSaysRngsPrefixOnce: device's error, passed on by
+// rng, reads under rng's prefix alone ("rng: creating the generator of
+// device 0: device: backend sim ..." once said two), and still matches.
+func TestADevicesFailureSaysRngsPrefixOnce(t *testing.T) {
+	rt := device.New(noGenerators{sim.New()})
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	g := rng.New(rt)
+	err := g.Generate(context.Background(), 0, make([]uint32, 4))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, device.ErrNotSupported)
+	msg := err.Error()
+	assert.True(t, strings.HasPrefix(msg, "rng: creating the generator of device 0: "), msg)
+	assert.NotContains(t, msg, "device: ", "one package's prefix")
 }
