@@ -289,6 +289,7 @@ func (u *bringup) wait(ctx context.Context, next driver.Registration, backoff ti
 	u.moveTo(PhaseWaiting, next.Name)
 	retryWait(ctx, backoff)
 	if u.r.closed() {
+		u.moveTo("", "")
 		return ErrClosed
 	}
 	u.at.Next = time.Time{}
@@ -399,9 +400,18 @@ func (u *bringup) finalError(notReady []driver.Registration) error {
 		// The last failure's own prefixes, device's and the backend's, are
 		// said once, at the start.
 		last := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "device: "), reg.Name+": ")
-		failures[reg.Name] = &failure{class: ClassNotYet, causes: []error{err}, msg: fmt.Sprintf(
+		retried := &failure{class: ClassNotYet, causes: []error{err}, msg: fmt.Sprintf(
 			"device: %s was still not ready after %d preflight attempts over %s (not-yet failures are retried for %s): %s",
 			reg.Name, attempts, took.Round(time.Millisecond), p.RetryFor, last)}
+		if inner, ok := err.(*failure); ok {
+			// It takes the place of the last failure, not a layer above it:
+			// its causes, and what the host showed, which a status reads.
+			retried.causes, retried.evidence = inner.causes, inner.evidence
+		}
+		failures[reg.Name] = retried
+	}
+	if r.auto && len(notReady) > 0 && p.RetryFor > 0 {
+		u.storePassedOver() // the status says what Init says
 	}
 	var tried []BackendFailure
 	for _, reg := range r.candidates {

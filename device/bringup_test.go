@@ -73,6 +73,9 @@ func TestCloseStopsThePreflight(t *testing.T) {
 			assert.ErrorIs(t, err, device.ErrClosed)
 			assert.Equal(t, device.ClassNone, device.ClassOf(err), "closed is no GPU failure")
 			assert.Equal(t, attempts, rt.Stats().BringUp.Attempts, "no child started after Close")
+			b := rt.Stats().BringUp
+			assert.Equal(t, device.Phase(""), b.Phase, "no phase once the initialization ended")
+			assert.Empty(t, b.Summary, "nor a summary that says it still runs")
 			assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 		})
 	}
