@@ -2,6 +2,7 @@ package childtest
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -22,8 +23,9 @@ type Server struct {
 // StartServer runs bin with args, and env added to this process's, and
 // waits until a line of its stderr matches listening, whose first group is
 // the address it listens on. It fails t if the program's stderr ends
-// without such a line. The test's cleanup kills the program if it still
-// runs, and waits for it.
+// without such a line, or has none after 20 s, a bound no loaded machine
+// reaches; it kills the program then. The test's cleanup kills the program
+// if it still runs, and waits for it. Its stderr is read to the end.
 func StartServer(t testing.TB, bin string, env []string, listening *regexp.Regexp, args ...string) Server {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
@@ -43,23 +45,48 @@ func StartServer(t testing.TB, bin string, env []string, listening *regexp.Regex
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); stderr.Close() })
-	sc := bufio.NewScanner(stderr)
-	var before []string
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			log := &Log{grew: make(chan struct{})}
-			go func() { // ends when the program's stderr does
-				for sc.Scan() {
-					log.add(sc.Text())
-				}
-			}()
-			return Server{URL: "http://" + m[1], Cmd: cmd, Log: log}
+	log := &Log{grew: make(chan struct{})}
+	early := &Log{grew: make(chan struct{})} // the lines before the listening one
+	url := make(chan string, 1)
+	ended := make(chan struct{}) // stderr ended before a listening line
+	go func() {                  // ends with the program's stderr, which the cleanup closes
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		found := false
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listening.FindStringSubmatch(line); m != nil && !found {
+				found = true
+				url <- "http://" + m[1]
+				continue
+			}
+			if found {
+				log.add(line)
+			} else {
+				early.add(line)
+			}
 		}
-		before = append(before, sc.Text())
+		_, _ = io.Copy(io.Discard, stderr) // after a line too long: the program must not block on it
+		if !found {
+			close(ended)
+		}
+	}()
+	timeout := time.NewTimer(startBound)
+	defer timeout.Stop()
+	select {
+	case u := <-url:
+		return Server{URL: u, Cmd: cmd, Log: log}
+	case <-ended:
+		t.Fatalf("%s never said where it listens (no line matched %s); its stderr:\n%s", bin, listening, strings.Join(early.Lines(), "\n"))
+	case <-timeout.C:
+		_ = cmd.Process.Kill()
+		t.Fatalf("%s said nothing that matched %s in %s, and was killed; its stderr so far:\n%s", bin, listening, startBound, strings.Join(early.Lines(), "\n"))
 	}
-	t.Fatalf("%s never said where it listens (no line matched %s); its stderr:\n%s", bin, listening, strings.Join(before, "\n"))
 	return Server{}
 }
+
+// startBound is how long StartServer waits for the listening line.
+var startBound = 20 * time.Second
 
 // Log is the lines a Server wrote to stderr after it said where it
 // listens. Its methods are safe for concurrent use.
