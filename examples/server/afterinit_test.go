@@ -64,7 +64,7 @@ func drawOn(t *testing.T, ctx context.Context, url string) drawResponse {
 	return out
 }
 
-// readyWithin polls readiness until it answers 503 and returns how long
+// notReadyAfter polls readiness until it answers 503 and returns how long
 // after start that was.
 func notReadyAfter(t *testing.T, url string, start time.Time) time.Duration {
 	t.Helper()

@@ -79,7 +79,7 @@ func TestColdStart(t *testing.T) {
 	if measured == 0 {
 		t.Fatalf("in %d bursts, no readiness answer ended while init ran", attempts)
 	}
-	t.Logf("no burst met %s at the client, but in each readiness kept pace with liveness, which never touches init: this machine was too busy to measure the bound", readyBound)
+	t.Logf("no burst met %s both at the client and in the handler, but in each readiness kept pace with liveness, which never touches init: this machine was too busy to measure the bound (the bursts' figures are logged above)", readyBound)
 }
 
 // coldStart is what one burst at a cold server measured: at the client, the

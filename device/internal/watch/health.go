@@ -261,7 +261,8 @@ func (w *HealthWatch) Abandoned() bool { return w.abandoned.Load() }
 // Snapshot is what the watch knows now, in one moment, without a lock.
 func (w *HealthWatch) Snapshot() Snapshot { return *w.published.Load() }
 
-// Devices is each device's health: shared, never modified.
+// Devices is each device's health: shared, never modified. A reader of
+// more than one of Devices, Losses and Counts takes a Snapshot instead.
 func (w *HealthWatch) Devices() []Device { return w.published.Load().Devices }
 
 // apply applies one event of the backend's watch: the device's loss, its
