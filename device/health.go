@@ -80,10 +80,11 @@ func (h DeviceHealth) settled() bool {
 // is remade at each change and read without a lock. Nothing in it is
 // modified.
 type view struct {
-	lost    []LostDevice
-	health  []DeviceHealth
-	counts  map[int]int64
-	changed chan struct{} // closed when the next view replaces this one
+	lost      []LostDevice
+	health    []DeviceHealth
+	counts    map[int]int64
+	abandoned bool          // Shutdown abandoned the health watch
+	changed   chan struct{} // closed when the next view replaces this one
 }
 
 // views serializes the remaking of the view. The last to remake it then
@@ -99,7 +100,7 @@ func (r *Runtime) republish() {
 		return
 	}
 	now := w.Snapshot() // one moment: a loss and the event that lost it show together
-	v := &view{counts: now.Counts, changed: make(chan struct{})}
+	v := &view{counts: now.Counts, abandoned: now.Abandoned, changed: make(chan struct{})}
 	for _, l := range now.Losses {
 		v.lost = append(v.lost, lostDevice(l))
 	}

@@ -119,9 +119,7 @@ func (r *Runtime) Stats() Stats {
 	v := r.view.Load()
 	s.Lost, s.ErrorCounts, s.Health, s.changed = v.lost, v.counts, v.health, v.changed
 	s.FailedCalls, s.MoreFailedCalls = r.failedCalls.snapshot()
-	if w := r.watch.Load(); w != nil {
-		s.HealthWatchAbandoned = w.Abandoned()
-	}
+	s.HealthWatchAbandoned = v.abandoned // with the devices' health that says so
 	return s
 }
 

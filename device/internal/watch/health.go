@@ -101,9 +101,10 @@ type HealthWatch struct {
 // a device's health, its loss and its counts shows in all three at once.
 // It is shared and never modified.
 type Snapshot struct {
-	Devices []Device      // each device's health, by ordinal
-	Losses  []Loss        // the lost devices, by ordinal
-	Counts  map[int]int64 // the errors counted per device
+	Devices   []Device      // each device's health, by ordinal
+	Losses    []Loss        // the lost devices, by ordinal
+	Counts    map[int]int64 // the errors counted per device
+	Abandoned bool          // Stop abandoned the watch; the devices' health says so
 }
 
 // NewHealthWatch returns the watch of n devices of the named backend, not started:
@@ -362,5 +363,13 @@ func (w *HealthWatch) publish() {
 	for i := range out {
 		out[i].Counted = maps.Clone(out[i].Counted)
 	}
-	w.published.Store(&Snapshot{Devices: out, Losses: w.losses, Counts: w.counts})
+	w.published.Store(&Snapshot{Devices: out, Losses: w.losses, Counts: w.counts, Abandoned: w.abandoned.Load()})
+}
+
+// publishLosses is publish where only the losses or counts changed: the
+// devices' copy is the last snapshot's, so that counting an error, on a
+// call's path, copies no device. w.mu is held.
+func (w *HealthWatch) publishLosses() {
+	last := w.published.Load()
+	w.published.Store(&Snapshot{Devices: last.Devices, Losses: w.losses, Counts: w.counts, Abandoned: last.Abandoned})
 }

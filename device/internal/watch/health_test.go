@@ -89,6 +89,7 @@ func TestStopAbandonsAWatchStuckInTheDriverAndDropsItsEvents(t *testing.T) {
 		defer cancel()
 		assert.True(t, w.Stop(ctx), "stuck past ctx: abandoned")
 		assert.True(t, w.Abandoned())
+		assert.True(t, w.Snapshot().Abandoned, "in the same snapshot as the devices' health that says so")
 		d := w.Devices()[0]
 		assert.False(t, d.Watched)
 		assert.Contains(t, d.Why, "abandoned")
@@ -144,4 +145,18 @@ func TestEachChangeShowsOneMoment(t *testing.T) {
 	last := seen[len(seen)-1]
 	assert.Len(t, last.Losses, 1)
 	assert.Equal(t, map[int]int64{0: 1}, last.Counts)
+}
+
+// TestCountingAnErrorCopiesNoDevice: an error counted on a call's path
+// publishes the counts with the last snapshot's devices, not a new copy of
+// each device and its map.
+func TestCountingAnErrorCopiesNoDevice(t *testing.T) {
+	w := NewHealthWatch("sim", 2, func() {}, nil)
+	before := w.Snapshot()
+	w.Count(1)
+	w.Lose(0, "engine", &driver.DriverError{})
+	after := w.Snapshot()
+	assert.Same(t, &before.Devices[0], &after.Devices[0], "the devices' copy is shared")
+	assert.Equal(t, map[int]int64{1: 1}, after.Counts)
+	assert.Len(t, after.Losses, 1)
 }

@@ -24,7 +24,7 @@ func (w *HealthWatch) Lose(ordinal int, source string, de *driver.DriverError) L
 	w.mu.Lock()
 	l, lost := w.lose(ordinal, source, de)
 	if lost {
-		w.publish()
+		w.publishLosses()
 	}
 	w.mu.Unlock()
 	if lost {
@@ -52,7 +52,7 @@ func (w *HealthWatch) lose(ordinal int, source string, de *driver.DriverError) (
 func (w *HealthWatch) Count(ordinal int) {
 	w.mu.Lock()
 	w.count(ordinal)
-	w.publish()
+	w.publishLosses()
 	w.mu.Unlock()
 	w.changed()
 }
