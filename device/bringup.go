@@ -9,68 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/lazy"
 )
-
-// Phase is what a Runtime's initialization is doing.
-type Phase string
-
-// The phases, in the order an initialization goes through them. A BringUp's
-// Phase is "" when nothing runs, before the initialization starts and once
-// it is done.
-const (
-	PhasePreflight Phase = "preflight" // a preflight child is checking a backend
-	PhaseWaiting   Phase = "waiting"   // waiting to retry a backend that is not ready yet
-	PhaseDriver    Phase = "driver"    // the driver's init in this process
-	PhaseQueued    Phase = "queued"    // the work queued with LazyCall
-)
-
-// BringUp is where a Runtime's initialization stands, for health checks and
-// status pages. It says what the initialization does now and since when, and
-// how its preflight attempts went. A Runtime replaces it whole at each
-// change, so a BringUp is one consistent moment.
-type BringUp struct {
-	Phase   Phase
-	Since   time.Time // when Phase began
-	Backend string    // the backend being tried, or waited for
-	// InProcess is when the part of the initialization that runs in this
-	// process began: the driver's init, then the queued work. It is zero
-	// until then. Preflight children and the waits between them are not that
-	// part. A health check's deadline counts from here. Only this part can
-	// wedge the process.
-	InProcess time.Time
-	// Preflight reports that preflight children run before the driver's
-	// init. Attempts counts them, for every backend tried.
-	Preflight bool
-	Attempts  int
-	// LastErr is the last failure of a backend, and LastClass its class.
-	// LastErr is nil while none has failed.
-	LastErr   error
-	LastClass Class
-	// Next is when the next attempt starts, in PhaseWaiting.
-	Next time.Time
-	// Summary says all of it in one line: "initializing: ...". It is made
-	// once per change, so that a probe can answer with it without
-	// allocating. It is empty before the initialization starts and once it
-	// is done.
-	Summary string
-}
-
-// bringUpNow is where the initialization stands, read without a lock or an
-// allocation. It is the zero BringUp before the initialization starts.
-func (r *Runtime) bringUpNow() BringUp {
-	p := r.bringUp.Load()
-	if p == nil {
-		return BringUp{}
-	}
-	b := *p
-	// The queued work runs after initialize returns, so its end is lazy's.
-	if st := r.init.State(); b.Phase == PhaseQueued && (st == lazy.Ready || st == lazy.Failed) {
-		_, finished := r.init.Times()
-		b.Phase, b.Since, b.Summary = "", finished, ""
-	}
-	return b
-}
 
 // moveTo stores the next BringUp: b with the phase, backend and summary set.
 func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
@@ -88,27 +27,6 @@ func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 	b.Summary = b.summary()
 	r.bringUp.Store(&b)
 	return b
-}
-
-// summary says where b stands as readiness's reason: "initializing: ...".
-func (b BringUp) summary() string {
-	var s string
-	switch b.Phase {
-	case PhasePreflight:
-		s = fmt.Sprintf("initializing: a preflight child is checking %s (attempt %d)", b.Backend, b.Attempts)
-	case PhaseWaiting:
-		s = fmt.Sprintf("initializing: %s is not ready yet; attempt %d at %s", b.Backend, b.Attempts+1, b.Next.Format(time.TimeOnly))
-	case PhaseDriver:
-		s = "initializing: the " + b.Backend + " driver is initializing in this process"
-	case PhaseQueued:
-		s = "initializing: running the work queued before initialization"
-	default:
-		return ""
-	}
-	if b.LastErr != nil && b.Phase != PhaseQueued {
-		s += fmt.Sprintf("; last failure (%s): %v", b.LastClass, b.LastErr)
-	}
-	return s
 }
 
 // bringUpFirst is initialize's work, until a candidate is up or none is.
