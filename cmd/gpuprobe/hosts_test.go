@@ -59,6 +59,7 @@ func fakeNVIDIAHost(t *testing.T, curand bool) []string {
 		"GPUINIT_NVML_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.NVML),
 		"LD_LIBRARY_PATH=" + dir + ":" + os.Getenv("LD_LIBRARY_PATH"),
 		"GPUINIT_PROC_ROOT=" + dir}
+	env = append(env, fakedriver.ShortWaits...)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "meminfo"),
 		[]byte(fmt.Sprintf("MemTotal:       134217728 kB\nMemFree:         1048576 kB\nMemAvailable:   %d kB\n", hostAvailable>>10)), 0o644))
 	if curand {

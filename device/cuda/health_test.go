@@ -55,6 +55,11 @@ func TestHealthWatch(t *testing.T) {
 		log := fakedriver.NewCallLog(t)
 		runChild(t, "TestChildIdleWatch", withEvents(t, "GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log))...)
 	})
+	t.Run("the fake's wait cap ends a wait of an hour at 20 ms (fakedriver.ShortWaits)", func(t *testing.T) {
+		t.Parallel()
+		log := fakedriver.NewCallLog(t)
+		runChild(t, "TestChildShortWaits", withEvents(t, append(fakedriver.ShortWaits, "GPUINIT_FAKE_NVML_LOG="+string(log), "NVML_LOG="+string(log))...)...)
+	})
 	t.Run("without NVML, health is unknown, said so", func(t *testing.T) {
 		t.Parallel()
 		runChild(t, "TestChildHealthUnknown", append(env, EnvNVMLLibrary+"=/nonexistent/libnvidia-ml.so.1",
@@ -396,4 +401,18 @@ func TestChildIdleWatch(t *testing.T) {
 	require.Eventually(t, func() bool { return len(waits()) >= 6 }, time.Minute, 10*time.Millisecond, "three waits")
 	assert.Equal(t, slices.Repeat([]string{"nvmlEventSetWait_v2 wait 20", "nvmlEventSetWait_v2 timeout"}, 3), waits()[:6],
 		"each wait to its timeout, and nothing between")
+}
+
+// TestChildShortWaits: under fakedriver.ShortWaits, a watch that asks for
+// waits of an hour sees each time out at 20 ms, and the log says what it
+// asked. Without the cap the first wait would not end for an hour.
+func TestChildShortWaits(t *testing.T) {
+	child(t)
+	watchedRuntime(t, paced(xidTiming))
+	log := fakedriver.CallLog(os.Getenv("NVML_LOG"))
+	timeouts := func() []string {
+		return slices.DeleteFunc(log.Lines(t), func(l string) bool { return !strings.HasPrefix(l, "nvmlEventSetWait_v2") })
+	}
+	require.Eventually(t, func() bool { return len(timeouts()) >= 6 }, 20*time.Second, 10*time.Millisecond, "three waits timed out")
+	assert.Equal(t, slices.Repeat([]string{"nvmlEventSetWait_v2 wait 3600000", "nvmlEventSetWait_v2 timeout"}, 3), timeouts()[:6])
 }

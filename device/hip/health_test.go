@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -223,6 +224,33 @@ func TestROCmSMIEventsReachTheVerdictReadinessAndStatus(t *testing.T) {
 			env, _, _ := smiHost(t, fakedriver.ROCMSMI, "GPUINIT_FAKE_RSMI_LAYOUT=6.1", "SMI_CASE="+c.events, EnvRASPeriod+"=1h")
 			runChild(t, "TestChildSMIVerdict", env...)
 		})
+	}
+}
+
+// TestTheFakesWaitCapEndsAnHoursGet: under fakedriver.ShortWaits, a watch
+// that asks ROCm SMI for gets of an hour sees each end at 20 ms. Without
+// the cap the first get would not end for an hour.
+func TestTheFakesWaitCapEndsAnHoursGet(t *testing.T) {
+	t.Parallel() // its child has files of its own, and mostly waits
+	env, _, _ := smiHost(t, fakedriver.ROCMSMI, append(fakedriver.ShortWaits, EnvRASPeriod+"=1h")...)
+	runChild(t, "TestChildShortWaits", env...)
+}
+
+// TestChildShortWaits counts the gets begun by a watch paced by hourTiming:
+// a third begins only once two have ended.
+func TestChildShortWaits(t *testing.T) {
+	child(t)
+	third := make(chan struct{})
+	var gets atomic.Int32
+	smiRuntime(t, fakedriver.Observed{Backend: paced(hourTiming), BeforeCall: func(_ int, op string) {
+		if op == "rsmi_event_notification_get" && gets.Add(1) == 3 {
+			close(third)
+		}
+	}})
+	select {
+	case <-third:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%d gets of an hour began in 20 s: the fake's cap did not end them", gets.Load())
 	}
 }
 

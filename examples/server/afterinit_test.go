@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,10 +29,10 @@ func fakeGPUHost(t *testing.T, env ...string) ([]string, fakedriver.CallLog, str
 	curandLog := fakedriver.NewCallLog(t)
 	events := filepath.Join(t.TempDir(), "events")
 	require.NoError(t, os.WriteFile(events, nil, 0o644))
-	return append([]string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.Build(t, fakedriver.CUDA),
+	return slices.Concat([]string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.Build(t, fakedriver.CUDA),
 		"GPUINIT_CURAND_LIBRARY=" + fakedriver.Build(t, fakedriver.CURAND),
 		"GPUINIT_NVML_LIBRARY=" + fakedriver.Build(t, fakedriver.NVML),
-		"GPUINIT_FAKE_CURAND_LOG=" + string(curandLog), "GPUINIT_FAKE_NVML_EVENTS=" + events}, env...), curandLog, events
+		"GPUINIT_FAKE_CURAND_LOG=" + string(curandLog), "GPUINIT_FAKE_NVML_EVENTS=" + events}, fakedriver.ShortWaits, env), curandLog, events
 }
 
 // drawResponse is one /v1/draw's answer.

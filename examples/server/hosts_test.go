@@ -126,10 +126,10 @@ func nvidiaHost(t *testing.T, nodes, module bool) []string {
 	if module {
 		require.NoError(t, os.WriteFile(filepath.Join(proc, "driver/nvidia/version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.261.03\n"), 0o644))
 	}
-	return []string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.CUDA),
+	return append([]string{"GPUINIT_CUDA_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.CUDA),
 		"GPUINIT_NVML_LIBRARY=" + fakedriver.BuildInto(t, dir, fakedriver.NVML),
 		"GPUINIT_CURAND_LIBRARY=" + fakedriver.NotInstalled("libcurand.so.10"),
-		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_PROC_ROOT=" + proc, "CUDA_VISIBLE_DEVICES=0,1"}
+		"GPUINIT_DEV_ROOT=" + dev, "GPUINIT_PROC_ROOT=" + proc, "CUDA_VISIBLE_DEVICES=0,1"}, fakedriver.ShortWaits...)
 }
 
 // amdHost is a pod on an AMD node with the fake ROCm runtime (two GPUs

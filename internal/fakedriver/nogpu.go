@@ -80,3 +80,10 @@ func Loadable(env []string, names ...string) bool {
 // path that is not there would not do: it is a bad setting, refused at
 // device.Open.
 func NotInstalled(soname string) string { return "gpuinit-not-installed-" + soname }
+
+// ShortWaits caps each event wait of the fake NVML and ROCm SMI at 20 ms,
+// whatever the watch asked (1 s and 500 ms in production). A program that
+// a test runs stops its watch as it exits, and waits for the wait in
+// progress: without the cap, every run over the fakes would take up to a
+// second more, on the wall clock. The fakes' logs still say what was asked.
+var ShortWaits = []string{"GPUINIT_FAKE_NVML_WAIT_MAX_MS=20", "GPUINIT_FAKE_RSMI_WAIT_MAX_MS=20"}

@@ -11,6 +11,11 @@
 //                                 and the verdicts' lines of fakenvml_verdict.h. A
 //                                 wait takes a line as soon as it is appended; one
 //                                 that times out logs "nvmlEventSetWait_v2 timeout"
+//   GPUINIT_FAKE_NVML_WAIT_MAX_MS if set, a wait times out after at most this many
+//                                 ms, whatever the caller asked (its log line still
+//                                 says what it asked): a process that stops its watch
+//                                 then waits no longer, so a test that runs one is not
+//                                 timed by NVML's wall-clock wait
 //   GPUINIT_FAKE_NVML_NO_EVENTS   if set, no device supports events (as on Jetson, some vGPU)
 //   GPUINIT_FAKE_NVML_PERSISTENCE persistence mode, 0 or 1 (default 1)
 //   GPUINIT_FAKE_NVML_ECC_CORRECTED, _ECC_UNCORRECTED  the volatile ECC counts (default 0)
@@ -140,6 +145,8 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 	if (!set || !data) return 2;
 	logcall("nvmlEventSetWait_v2 wait %u", timeoutms);
 	maybe_hang("nvmlEventSetWait_v2");
+	int cap = envint("GPUINIT_FAKE_NVML_WAIT_MAX_MS", 0);
+	if (cap > 0 && timeoutms > (unsigned int)cap) timeoutms = (unsigned int)cap;
 	struct fake_lines w = fake_lines_watch("GPUINIT_FAKE_NVML_EVENTS");
 	nvmlReturn_t r = wait_lines(&w, set, data, timeoutms);
 	fake_lines_done(&w);

@@ -32,6 +32,10 @@
 //                              fills it), "error <status>" (the next get fails so), or
 //                              "hang" (the next get never returns); a get takes a line
 //                              as soon as it is appended
+//   GPUINIT_FAKE_RSMI_WAIT_MAX_MS  if set, a get times out after at most this many ms,
+//                              whatever the caller asked: a process that stops its
+//                              watch then waits no longer, so a test that runs one is
+//                              not timed by ROCm SMI's wall-clock wait
 //   GPUINIT_FAKE_RSMI_HANG     the name of a call that never returns (it logs "<call>
 //                              hang" first), such as rsmi_event_notification_get
 //   GPUINIT_FAKE_RSMI_CRASH    the name of a call that crashes on a bad pointer
@@ -268,6 +272,8 @@ rsmi_status_t rsmi_event_notification_get(int timeout_ms, uint32_t *num, void *d
 	if (!num || !data || *num == 0) return INVALID_ARGS;
 	uint32_t room = *num;
 	*num = 0;
+	int cap = envint("GPUINIT_FAKE_RSMI_WAIT_MAX_MS", 0);
+	if (cap > 0 && timeout_ms > cap) timeout_ms = cap;
 	struct fake_lines w = fake_lines_watch("GPUINIT_FAKE_RSMI_EVENTS");
 	r = get_lines(&w, timeout_ms, room, num, data);
 	fake_lines_done(&w);
