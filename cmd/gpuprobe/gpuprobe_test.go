@@ -19,23 +19,33 @@ import (
 )
 
 // TestMain serves a scenario's child as main does, for tests that run
-// scenarios in this binary's children.
+// scenarios in this binary's children. Started as gpuprobe (buildProbe's
+// link), it is gpuprobe.
 func TestMain(m *testing.M) {
 	if name := os.Getenv(envChildScenario); name != "" {
 		runChild(name)
 	}
-	childtest.Main(m)
+	childtest.MainOrProgram(m, "gpuprobe", main)
 }
 
-// buildProbe builds the real binary once per test run: the scenarios run in
-// children that re-execute it, so testing run() in-process would not do.
+// buildProbe returns gpuprobe: this test binary as the program, or with
+// GPUPROBE_TEST_TAGS set (such as cudalink) a go build with those tags. The
+// scenarios run in children that re-execute it, so testing run() in-process
+// would not do.
 func buildProbe(t *testing.T) string {
 	t.Helper()
-	var args []string
-	if tags := os.Getenv("GPUPROBE_TEST_TAGS"); tags != "" { // e.g. cudalink
-		args = append(args, "-tags", tags)
+	if flags := probeTags(); flags != nil {
+		return childtest.Binary(t, flags...)
 	}
-	return childtest.Binary(t, args...)
+	return childtest.Program(t)
+}
+
+// probeTags are the go build flags of GPUPROBE_TEST_TAGS, or nil.
+func probeTags() []string {
+	if tags := os.Getenv("GPUPROBE_TEST_TAGS"); tags != "" { // e.g. cudalink
+		return []string{"-tags", tags}
+	}
+	return nil
 }
 
 type probeResult struct {

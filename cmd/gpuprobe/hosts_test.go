@@ -21,7 +21,10 @@ import (
 // The default build needs none; a -tags cudalink build needs libcuda alone,
 // since it loads libcurand at run time like the default build (so that
 // -backend sim, and every host without cuRAND, still starts).
+// Without tags, buildProbe's binary is this test binary, which links the
+// same C code as gpuprobe's own build, and no other.
 func TestGPULibrariesTheBinaryNeedsToStart(t *testing.T) {
+	t.Parallel() // its go build overlaps the probes' runs
 	linked := strings.Contains(os.Getenv("GPUPROBE_TEST_TAGS"), "cudalink")
 	f, err := elf.Open(buildProbe(t))
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ var durations = regexp.MustCompile(` +\d+\.\d ms`)
 // sample says, on a machine without a GPU (auto, no flags), and checks that
 // the doc prints what it prints, durations aside.
 func TestThePackageDocPrintsGpuprobesOutput(t *testing.T) {
+	t.Parallel() // a probe of its own, mostly waiting
 	if !cgoBackends {
 		t.Skip("the doc's sample is a build with the GPU backends (cgo on Linux)")
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMain(m *testing.M) { childtest.Main(m) }
+func TestMain(m *testing.M) { childtest.MainOrProgram(m, "minimal", main) }
 
 // readmeHeading is the README's section that shows this program.
 const readmeHeading = "## A complete small server\n"
@@ -58,7 +58,7 @@ const values = "[2632642643 2012563771 314527917 1463989207]\n"
 // base URL and the process, which the test's cleanup kills if it still runs.
 func start(t *testing.T, env []string) (string, *exec.Cmd) {
 	t.Helper()
-	s := childtest.StartServer(t, childtest.Binary(t), env, regexp.MustCompile(`listening on (\S+)`), "-addr", "127.0.0.1:0")
+	s := childtest.StartServer(t, childtest.Program(t), env, regexp.MustCompile(`listening on (\S+)`), "-addr", "127.0.0.1:0")
 	return s.URL, s.Cmd
 }
 

@@ -184,7 +184,7 @@ func TestEachHostSituation(t *testing.T) {
 	for _, row := range hostRows {
 		t.Run(row.situation, func(t *testing.T) {
 			t.Parallel() // servers over their own fakes, mostly waiting
-			bin := childtest.Binary(t)
+			bin := childtest.Program(t)
 			if row.situation == hostRows[len(hostRows)-1].situation { // a bad setting: no server
 				for _, bad := range badSettings {
 					t.Run(bad.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestEachHostSituation(t *testing.T) {
 				bin = placeOf(t, bin)
 			}
 			url, _, _ := startBinary(t, bin, env, args...)
-			if bin != childtest.Binary(t) {
+			if bin != childtest.Program(t) {
 				require.NoError(t, os.Remove(bin))
 			}
 			get(t, url+health.ReadyPath) // the first readiness probe starts init
@@ -259,7 +259,7 @@ func TestAListThatLeavesTheDriverNoDeviceIsNoGPU(t *testing.T) {
 		t.Run(tc.name+": "+tc.value, func(t *testing.T) {
 			t.Parallel() // servers over their own fakes, mostly waiting
 			env, args := tc.host(t)
-			url, _, _ := startBinary(t, childtest.Binary(t), append(env, tc.value), args...)
+			url, _, _ := startBinary(t, childtest.Program(t), append(env, tc.value), args...)
 			get(t, url+health.ReadyPath) // the first readiness probe starts init
 			st := waitForState(t, url, "failed")
 			name, value, _ := strings.Cut(tc.value, "=")

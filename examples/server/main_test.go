@@ -32,7 +32,7 @@ func TestTheCommandLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(childtest.Binary(t), tc.args...)
+			cmd := exec.Command(childtest.Program(t), tc.args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -68,6 +68,7 @@ var initLine = regexp.MustCompile(`(?m)^init (github\.com/gpuinit/gpuinit/\S+) @
 // together at most 32 KiB. The Go runtime counts the bytes exactly.
 func TestStartingAProcessCostsGpuinitLittle(t *testing.T) {
 	t.Parallel()
+	// The binary go build makes: the test binary inits test packages too.
 	cmd := exec.Command(childtest.Binary(t), "-h")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer

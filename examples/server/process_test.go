@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMain(m *testing.M) { childtest.Main(m) }
+func TestMain(m *testing.M) { childtest.MainOrProgram(m, "server", main) }
 
 // startServer builds and starts the example on a free port with env, and
 // returns its base URL and the process.
@@ -38,7 +38,7 @@ func startServer(t testing.TB, env []string, args ...string) (string, *exec.Cmd)
 // comes.
 func startServerLogged(t testing.TB, env []string, args ...string) (string, *exec.Cmd, *childtest.Log) {
 	t.Helper()
-	return startBinary(t, childtest.Binary(t), env, args...)
+	return startBinary(t, childtest.Program(t), env, args...)
 }
 
 // startBinary is startServerLogged for the server binary at bin.

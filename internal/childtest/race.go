@@ -19,3 +19,6 @@ func init() {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}
 }
+
+// raceBuilt reports that this test binary has the race detector.
+const raceBuilt = true
