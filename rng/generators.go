@@ -59,63 +59,6 @@ type Generators struct {
 	moving   sync.Mutex  // serializes the move onto the CPU
 }
 
-// deviceGen is one device's generator. Its lock is a semaphore of one, held
-// while the state is read or changed and through a draw, which may take long
-// (or, on a hung GPU, for ever): a caller waits for it no longer than its own
-// context, and Close never waits for it.
-type deviceGen struct {
-	lock       chan struct{}    // holds a token while held
-	state      State            // what the next draw uses
-	gen        driver.Generator // created on the first Generate; nil after Close
-	closed     bool             // Close has been here: nothing is created or drawn after
-	closeAsked atomic.Bool      // Close found the lock held: its holder closes on release
-}
-
-func newDeviceGen() *deviceGen {
-	return &deviceGen{lock: make(chan struct{}, 1), state: State{Seed: DefaultSeed}}
-}
-
-// acquire takes d's lock, waiting no longer than ctx.
-func (d *deviceGen) acquire(ctx context.Context, ordinal int) error {
-	select {
-	case d.lock <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case d.lock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("rng: waiting for device %d's generator, busy in another call: %w", ordinal, ctx.Err())
-	}
-}
-
-// release lets d's lock go; if Close came meanwhile, whoever next takes the
-// lock without waiting closes the generator (Close's own try comes after it
-// asked, so one of the two does).
-func (d *deviceGen) release() {
-	<-d.lock
-	if d.closeAsked.Load() {
-		select {
-		case d.lock <- struct{}{}:
-			d.closeGenerator()
-			<-d.lock
-		default:
-		}
-	}
-}
-
-// closeGenerator destroys the generator, if any; d's lock is held.
-func (d *deviceGen) closeGenerator() error {
-	d.closed = true
-	if d.gen == nil {
-		return nil
-	}
-	err := d.gen.Close()
-	d.gen = nil
-	return err
-}
-
 // New returns the generators of rt's devices. Nothing is initialized or created
 // until used. Where rt has RegisterOnShutdown (a *device.Runtime), the
 // generators' Close is registered there, so that rt's Shutdown closes them.
@@ -362,43 +305,6 @@ func (g *Generators) StateAll(ctx context.Context) ([]State, error) {
 		}
 	}
 	return states, nil
-}
-
-// Generate initializes the runtime if needed, fills dst from device ordinal's
-// generator at its current state, and advances the offset by len(dst) rounded up
-// to a multiple of 4, as PyTorch's kernels do. On error the state is unchanged.
-// The backend must implement driver.GeneratorBackend.
-//
-// A draw that would move the offset past torch's int64 limit (2^63-1) is
-// refused with an error wrapping ErrBadState, and draws nothing: every state
-// Generate leaves behind round-trips through MarshalBinary and SetState.
-// Reseed to go on.
-func (g *Generators) Generate(ctx context.Context, ordinal int, dst []uint32) error {
-	nilContext(ctx, "Generate")
-	return g.draw(ctx, ordinal, dst, false)
-}
-
-// drawOnDevice fills out from ordinal's device generator at d's state,
-// creating the generator at the first draw. d's lock is held.
-func (g *Generators) drawOnDevice(ctx context.Context, d *deviceGen, ordinal int, out []uint32) (err error) {
-	if d.gen == nil {
-		if d.gen, err = g.rt.NewGenerator(ctx, ordinal); err != nil {
-			return deviceError("creating the generator of device", ordinal, err)
-		}
-	}
-	if err := d.gen.SetSeed(d.state.Seed); err != nil {
-		return deviceError("seeding device", ordinal, err)
-	}
-	if err := d.gen.SetOffset(d.state.Offset); err != nil {
-		return deviceError("setting the offset of device", ordinal, err)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	if err := d.gen.Generate(out); err != nil {
-		return deviceError("generating on device", ordinal, err)
-	}
-	return nil
 }
 
 // Close destroys every device generator the Generators created and refuses
