@@ -432,25 +432,6 @@
 //
 // # Inside
 //
-// device sits over internal packages that call back into nothing but the
-// functions it hands them. Who imports whom, within the module:
-//   - device: device/driver, device/driver/healthwatch, lazy, and
-//     device/internal/{drivercodes, host, preflight, visibility, watch}.
-//   - device/driver: device/driver/healthwatch, the health vocabulary, which imports nothing.
-//   - device/internal/watch: driver and healthwatch. It holds the call deadline's slots and
-//     monitor, runs the backend's health watch, and keeps each device's health and losses.
-//   - device/internal/preflight: driver, device/internal/drivercodes and internal/hangcheck.
-//     It runs the child, its pipe and its report.
-//   - device/internal/drivercodes: driver, healthwatch, host and visibility. The code
-//     tables, the Xid catalog and the one table of error kinds.
-//   - device/internal/host and device/internal/visibility: nothing. What the host shows
-//     (/proc, /sys, KFD's topology), and how each runtime reads its visibility variables.
-//   - device/internal/loader: driver and lazy. The one cgo package outside the backends:
-//     dlopen and symbol binding, a once for the loaded library, the bound on one draw.
-//   - device/health: device, driver, healthwatch, drivercodes and lazy.
-//   - device/cuda and device/hip: device (to register), driver, healthwatch, and
-//     device/internal/{drivercodes, host, loader}. device/cuda/cudalink, a module of its own:
-//     device/cuda/internal/linkapi and mumax's cu.
-//   - device/sim: device, driver, healthwatch, drivercodes and rng/philox.
-//   - rng: device, driver, lazy and rng/philox.
+// Who imports whom within the module, and what each internal package holds,
+// is for maintainers: docs/INSIDE.md in the repository.
 package device
