@@ -23,6 +23,7 @@ import (
 // a preflight child of a child test, and counts, from the fake's call log
 // with pids, which processes called cuInit.
 func TestPreflightOverTheFakeDriver(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fake's log
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -35,6 +36,7 @@ func TestPreflightOverTheFakeDriver(t *testing.T) {
 		{"an init slow by 200 ms", []string{"GPUINIT_FAKE_CUDA_INIT_DELAY_MS=200"}, "slow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // its child mostly waits, on the deadline or the fake's delay
 			env, log := fake(t, fakedriver.CUDA, append(tc.env, "GPUINIT_FAKE_LOG_PID=1", "WANT="+tc.want)...)
 			out := runChild(t, "TestChildPreflight", env...)
 			parent := childPid(t, out)

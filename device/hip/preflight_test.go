@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestPreflightOverTheFakeRuntime(t *testing.T) {
+	t.Parallel() // each case runs in a child of its own, with its own fake's log
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -38,6 +39,7 @@ func TestPreflightOverTheFakeRuntime(t *testing.T) {
 		{"a hipInit slow by 200 ms, within the deadline", []string{"GPUINIT_FAKE_HIP_INIT_DELAY_MS=200"}, "slow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // its child mostly waits, on the deadline or the fake's delay
 			env, log := fakeHost(t, fakedriver.HIP, append(tc.env, "GPUINIT_FAKE_LOG_PID=1", "WANT="+tc.want)...)
 			runChild(t, "TestChildPreflight", env...)
 			inits := log.Lines(t, "hipInit")
