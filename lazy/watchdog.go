@@ -34,10 +34,18 @@ type watchdog struct {
 func newWatchdog(o *options, running *atomic.Pointer[entry]) *watchdog {
 	w := &watchdog{threshold: o.threshold(), opts: o, running: running}
 	if w.threshold > 0 {
-		w.timer = time.AfterFunc(w.threshold, w.check)
+		// The timer can fire before AfterFunc returns, where the threshold is
+		// short and the machine busy: check waits on mu until w.timer is set.
+		w.mu.Lock()
+		w.timer = afterFunc(w.threshold, w.check)
+		w.mu.Unlock()
 	}
 	return w
 }
+
+// afterFunc is time.AfterFunc. A test replaces it to run the function as
+// soon as the timer exists, before AfterFunc returns.
+var afterFunc = time.AfterFunc
 
 // run runs e under the watchdog and turns a panic into a *PanicError. A
 // runtime.Goexit passes through: the caller's deferred code handles it.
@@ -128,11 +136,10 @@ func reportLoggerPanic(failed *slog.Logger, v any) {
 // stop stops the timer for good. A warning being written goes on, and is not
 // waited for: the watchdog never delays the result.
 func (w *watchdog) stop() {
-	if w.timer == nil {
-		return
-	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.stopped = true
-	w.timer.Stop()
-	w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }

@@ -331,3 +331,32 @@ func TestWatchdogWarningIsOneShortLineWithTheStacksInOneAttribute(t *testing.T) 
 		assert.Contains(t, line, "phase=init")
 	})
 }
+
+// TestATimerThatFiresAtOnceFindsItself: where the threshold is short and
+// the machine busy, the watchdog's timer fires before time.AfterFunc has
+// returned it. Its check must then wait for the timer to be set, not re-arm
+// a nil one (a nil-pointer panic, and a data race under -race, seen under
+// four busy loops). The timer here fires as soon as it exists: the check
+// starts before AfterFunc returns, and re-arms the timer it finds.
+func TestATimerThatFiresAtOnceFindsItself(t *testing.T) {
+	fired := make(chan struct{}, 1)
+	checked := make(chan struct{})
+	afterFunc = func(d time.Duration, f func()) *time.Timer {
+		t := time.AfterFunc(time.Hour, func() {})
+		go func() {
+			fired <- struct{}{}
+			defer close(checked)
+			f()
+		}()
+		<-fired // the check has started, as a timer of 0 would have it
+		return t
+	}
+	defer func() { afterFunc = time.AfterFunc }()
+	var running atomic.Pointer[entry]
+	w := newWatchdog(&options{watchdog: time.Nanosecond, watchdogSet: true}, &running)
+	<-checked
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.True(t, w.stopped)
+}
