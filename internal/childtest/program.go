@@ -38,10 +38,10 @@ func MainOrProgram(m *testing.M, name string, main func()) {
 // is this binary, built once with the tests. Under the race detector it is
 // Binary's go build instead. A program with the race runtime runs and
 // starts slower (a race leg took 35 s where it took 20), and the tests of
-// the program's packages run with it there already. A test that must run
-// what go build makes, such as one that reads the packages' init trace,
-// calls Binary. Program fails t unless the package's TestMain is
-// MainOrProgram.
+// the program's packages run with it there already. A test or benchmark
+// that must run what go build makes, such as one that times the shipped
+// binary's start, calls Binary. Program fails t unless the package's
+// TestMain is MainOrProgram.
 func Program(t testing.TB) string {
 	t.Helper()
 	if program == "" {
