@@ -112,6 +112,8 @@ func TestTheNamedFile(t *testing.T) {
 		{"the loaded copy itself, through a link, is used", link, &fixedOpener{loaded: file}, file, nil, nil},
 		{"a file that is not there", filepath.Join(dir, "nope.so"), &fixedOpener{}, "", driver.ErrDriverNotFound,
 			[]string{"DYNLOAD_TEST_LIBRARY=" + dir + "/nope.so: stat", "names a file that is not there"}},
+		{"a file the loader refuses is named once, with the loader's words", file, &fixedOpener{fail: file + ": invalid ELF header"},
+			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: DYNLOAD_TEST_LIBRARY=" + file + ": invalid ELF header; point it at a libx.so.1 this process can load, or unset it"}},
 		{"a file whose dependency is missing", file, &fixedOpener{fail: "libdep.so.1: cannot open shared object file: No such file or directory"},
 			"", driver.ErrDriverMismatch, []string{"it needs libdep.so.1, which could not be loaded", "install the package that ships libdep.so.1"}},
 	} {

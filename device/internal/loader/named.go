@@ -41,9 +41,10 @@ func loadNamed(l opener, spec Spec, file string) (Library, error) {
 		if dep := missingDependency(msg, file); dep != "" {
 			return Library{}, brokenInstall(spec, named, dep, msg)
 		}
+		// dlerror begins with the file, which named says already.
 		return Library{}, &driver.DriverError{Backend: spec.Backend, Op: op, Sentinel: driver.ErrDriverMismatch,
-			Message: fmt.Sprintf("%s: %s", named, msg),
-			Hint:    fmt.Sprintf("the file %s names is not a shared library this process can load: point it at %s, or unset it", spec.Env, spec.Names[0])}
+			Message: fmt.Sprintf("%s: %s", named, strings.TrimPrefix(msg, file+": ")),
+			Hint:    fmt.Sprintf("point it at a %s this process can load, or unset it", spec.Names[0])}
 	}
 	return Library{Handle: h, Path: path, Named: named}, nil
 }
