@@ -299,8 +299,9 @@
 // now. It holds the failure, the bring-up, the backends passed over and the
 // visibility settings. It holds each device's health, the losses, the errors
 // counted, the queued calls that failed, and the watches' state. It takes no
-// lock and allocates nothing. Its slices and maps are shared: read them, and
-// never change them. A probe may call it at every request.
+// lock. Its slices and maps are the caller's own copies, to keep or change.
+// The health handlers read the same state without copies, and allocate
+// nothing.
 //
 // [Runtime.Shutdown] stops everything the Runtime runs, as net/http's
 // Server.Shutdown does. From its start every call returns [ErrClosed]. It runs

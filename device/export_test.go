@@ -80,3 +80,6 @@ func Layer(err error) []error {
 	}
 	return nil
 }
+
+// CloneStats is Stats' copy of s, for the tests of what it copies.
+func CloneStats(s Stats) Stats { return s.clone() }

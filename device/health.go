@@ -1,6 +1,8 @@
 package device
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +66,35 @@ type DeviceHealth struct {
 	// deadline on the device, such as "nvmlEventSetWait_v2". It is "" when
 	// there is none.
 	HungCall string
+}
+
+// clone is h with its own copies of its map, slice and pointed-to structs.
+func (h DeviceHealth) clone() DeviceHealth {
+	h.Counted = maps.Clone(h.Counted)
+	h.Conditions = slices.Clone(h.Conditions)
+	if h.Fabric != nil {
+		f := *h.Fabric
+		h.Fabric = &f
+	}
+	if c := h.Counters; c != nil {
+		h.Counters = &healthwatch.Counters{
+			ECCEnabled: clonePtr(c.ECCEnabled), ECCCorrected: clonePtr(c.ECCCorrected),
+			ECCUncorrected: clonePtr(c.ECCUncorrected), RowRemapsPending: clonePtr(c.RowRemapsPending),
+			RowRemapFailed: clonePtr(c.RowRemapFailed), RetiredPages: clonePtr(c.RetiredPages),
+			RetiredPagesPending: clonePtr(c.RetiredPagesPending), PCIeReplays: clonePtr(c.PCIeReplays),
+			Persistence: clonePtr(c.Persistence), ThrottleReasons: slices.Clone(c.ThrottleReasons),
+		}
+	}
+	return h
+}
+
+// clonePtr is a pointer to a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // settled reports whether the health watch has said something of the

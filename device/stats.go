@@ -3,8 +3,11 @@ package device
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -15,11 +18,9 @@ import (
 // the queued calls that failed, and the watches' state.
 //
 // Its fields are grouped as DBStats's are: the initialization, the devices,
-// the queued calls, the shutdown. Its slices and maps are the Runtime's own,
-// shared with every caller and never modified. Read them, and copy one
-// before changing it. So Stats takes no lock and allocates nothing, and a
-// probe may call it at every request: the health handlers answer without
-// allocating.
+// the queued calls, the shutdown. Its slices, maps and pointed-to structs are
+// the caller's own copies, to keep or change. The errors in it are shared,
+// as an error returned to many callers is.
 type Stats struct {
 	// Initialization: where it stands, and how it went.
 
@@ -96,10 +97,20 @@ type Stats struct {
 func (s Stats) Changed() <-chan struct{} { return s.changed }
 
 // Stats returns the Runtime's state at this moment. It never initializes
-// and never calls the backend. It takes no lock and allocates nothing. The
-// one exception is the first look at a queued call's site while the
-// initialization runs that call. Stats is safe for concurrent use.
-func (r *Runtime) Stats() Stats {
+// and never calls the backend. It takes no lock. It allocates only the
+// copies it returns. Stats is safe for concurrent use. The health handlers
+// of package device/health read the same state without the copies, and
+// answer without allocating.
+func (r *Runtime) Stats() Stats { return r.sharedStats().clone() }
+
+func init() { watch.SetSharedStats((*Runtime).sharedStats) }
+
+// sharedStats is Stats without the copies: its slices and maps are the
+// Runtime's own, which it replaces whole at each change and never modifies.
+// It allocates nothing, but for the first look at a queued call's site while
+// the initialization runs that call. device/health's probes read it,
+// through [watch.SharedStats].
+func (r *Runtime) sharedStats() Stats {
 	s := Stats{State: r.init.State(), BringUp: r.bringUpNow(), Closed: r.closed()}
 	s.Started, s.Finished = r.init.Times()
 	if what, since, ok := r.init.Running(); ok {
@@ -121,6 +132,28 @@ func (r *Runtime) Stats() Stats {
 	s.Lost, s.ErrorCounts, s.Health, s.changed = v.lost, v.counts, v.health, v.changed
 	s.FailedCalls, s.MoreFailedCalls = r.failedCalls.snapshot()
 	s.HealthWatchAbandoned = v.abandoned // with the devices' health that says so
+	return s
+}
+
+// clone is s with its own copies of every slice, map and pointed-to struct,
+// so that a caller may keep or change them. Errors stay shared.
+func (s Stats) clone() Stats {
+	s.PassedOver = slices.Clone(s.PassedOver)
+	s.Visibility = maps.Clone(s.Visibility)
+	s.Devices = slices.Clone(s.Devices)
+	for i, d := range s.Devices {
+		if d.MIG != nil {
+			mig := *d.MIG
+			s.Devices[i].MIG = &mig
+		}
+	}
+	s.Health = slices.Clone(s.Health)
+	for i := range s.Health {
+		s.Health[i] = s.Health[i].clone()
+	}
+	s.Lost = slices.Clone(s.Lost)
+	s.ErrorCounts = maps.Clone(s.ErrorCounts)
+	s.FailedCalls = slices.Clone(s.FailedCalls)
 	return s
 }
 

@@ -7,16 +7,20 @@ import (
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/watch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
-// observe reads the Runtime's Stats and logs a change since the last one it
-// saw, once. States only move forward, so a probe that read an older state
-// than another logs nothing. With snapshot, it also takes the snapshot once
+// observe reads the Runtime's Stats without copies, for a probe, and notes
+// them.
+func (h *Health) observe(snapshot bool) device.Stats { return h.note(h.stats(), snapshot) }
+
+// note logs a change in st since the last Stats a probe or the status saw,
+// once. States only move forward, so a probe that read an older state than
+// another logs nothing. With snapshot, it also takes the snapshot once
 // initialization has finished. Liveness does not, since that reads the
-// backend's versions.
-func (h *Health) observe(snapshot bool) device.Stats {
-	st := h.rt.Stats()
+// backend's versions. It returns st.
+func (h *Health) note(st device.Stats, snapshot bool) device.Stats {
 	for old := h.observed.Load(); lazy.State(old) < st.State; old = h.observed.Load() {
 		if h.observed.CompareAndSwap(old, int32(st.State)) {
 			h.logChange(st)
@@ -37,6 +41,13 @@ func (h *Health) observe(snapshot bool) device.Stats {
 		h.startCanary()
 	}
 	return st
+}
+
+// stats is the Runtime's Stats without copies, so that a probe allocates
+// nothing. Its slices and maps are the Runtime's own: read them, never change
+// them, and copy what the status keeps.
+func (h *Health) stats() device.Stats {
+	return watch.SharedStats[*device.Runtime, device.Stats](h.rt)
 }
 
 func (h *Health) logChange(st device.Stats) {

@@ -51,14 +51,15 @@ func (h *Health) snapshot() (Status, device.Stats) {
 	// within a few rounds. Each field is then taken only if its state has
 	// it. Losses only grow too. Readiness and the list of losses agree when
 	// the count held still across the read.
-	st := h.observe(true)
+	// It reads Stats with their copies: the Status is the caller's to keep.
+	st := h.note(h.rt.Stats(), true)
 	for range 4 {
 		s := h.snapshotAt(st)
-		now := h.rt.Stats()
+		now := h.stats()
 		if now.State == st.State && len(now.Lost) == len(st.Lost) {
 			return s, st
 		}
-		st = h.observe(true)
+		st = h.note(h.rt.Stats(), true)
 	}
 	return h.snapshotAt(st), st
 }
@@ -87,7 +88,7 @@ func (h *Health) snapshotAt(st device.Stats) Status {
 	}
 	finishedState := st.State == lazy.Ready || st.State == lazy.Failed
 	if snap := h.snap.Load(); snap != nil && finishedState {
-		s.DriverVersion, s.RuntimeVersion, s.Visibility = snap.driverVersion, snap.runtimeVersion, snap.visibility
+		s.DriverVersion, s.RuntimeVersion, s.Visibility = snap.driverVersion, snap.runtimeVersion, maps.Clone(snap.visibility)
 		at := snap.at
 		s.ReadAt, s.AgeSeconds = &at, time.Since(at).Seconds()
 	}

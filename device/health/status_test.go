@@ -132,3 +132,26 @@ func TestAStatusFirstServedAfterShutdownListsTheDevices(t *testing.T) {
 	assert.Equal(t, 1, s.Devices[1].Ordinal)
 	assert.NotEmpty(t, s.Devices[1].Name)
 }
+
+// TestASnapshotIsTheCallersToKeep: a caller that changes the maps of one
+// Snapshot changes neither the Runtime nor the next Snapshot, though the
+// probes read the Runtime's own state.
+func TestASnapshotIsTheCallersToKeep(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0,1")
+	s, rt := watchedSim(t)
+	h := health.New(rt, quiet)
+	defer h.Close()
+	s.InjectXid(0, 13)
+	require.Eventually(t, func() bool { return rt.Stats().Health[0].Counted["xid 13"] == 1 }, 10*time.Second, time.Millisecond)
+	mine := h.Snapshot()
+	require.NotNil(t, mine.Devices[0].Health)
+	require.NotEmpty(t, mine.Visibility)
+	mine.Devices[0].Health.Counted["xid 13"] = 99
+	mine.Visibility["CUDA_VISIBLE_DEVICES"] = "scribbled"
+	ok, _ := h.Readiness()
+	require.True(t, ok)
+	next := h.Snapshot()
+	assert.Equal(t, int64(1), next.Devices[0].Health.Counted["xid 13"])
+	assert.Equal(t, "0,1", next.Visibility["CUDA_VISIBLE_DEVICES"])
+	assert.Equal(t, int64(1), rt.Stats().Health[0].Counted["xid 13"])
+}
