@@ -72,37 +72,23 @@
 // only what it names. A deadline replaces [Preflight].Deadline, and off turns
 // the preflight off. The code's other settings stand.
 //
-// The child is the server's own executable, started again with
-// GPUINIT_PREFLIGHT_CHILD. It reports on a pipe of its own, file descriptor 3,
-// never on stdout. It runs with GOMAXPROCS=1: its work is one goroutine's, and
-// a Go runtime with one P starts faster. Importing package backends is all a
-// server needs. Its init calls [ServePreflight], which does the check and
-// exits. So the child runs package initialization only, never main. A server
-// that registers its backends otherwise calls ServePreflight first in main.
-// [Preflight].Command names another program that serves it, as gpuprobe does.
-// A default child that would not serve it is refused. The default child is
-// exec'd through /proc/self/exe. So it is the running binary, even after a
-// rolling upgrade removed or replaced the file it was started from.
+// The child is the server's own executable, exec'd through /proc/self/exe
+// with GPUINIT_PREFLIGHT_CHILD, so it is the running binary even after a
+// rolling upgrade replaced the file. It reports on file descriptor 3, never
+// stdout, and runs package initialization only: importing package backends
+// makes its init call [ServePreflight], which checks and exits. [Preflight]
+// says how, and how a server without that import serves it. The child serves
+// the backends that init functions register with [DefaultRegistry]. A
+// backend the parent has and the child lacks fails needs-operator, never "no
+// GPU here", and the error says how to give the child that backend.
 //
-// The child serves the backends that init functions register with
-// [DefaultRegistry]. A backend the parent has and the child lacks gets "not
-// compiled" from the child. That is one in a [Registry] of the program's own,
-// or one registered in main. The parent refuses that answer as the truth
-// about the host, and fails needs-operator. The error says to register the
-// backend from an init function, or to name a program that has it in
-// Preflight.Command. It never reports "no GPU here" for it.
-//
-// A child that hangs past its deadline (30 s by default) gets SIGQUIT, so
-// that its stacks name the driver call (cuInit). Then it gets SIGKILL. The
-// error wraps [driver.ErrInitHung] and carries the stacks. A child stuck in
-// the kernel, which SIGKILL cannot end, is reported as such and never waited
-// for. A crash is a signal: a fault or an abort in the driver's C code. Its
-// error names the signal and the driver call it came in ("crashed with
-// SIGSEGV, in cuInit"), and it is not-yet. A Go panic in the child is
-// needs-operator, never retried: a fresh child runs the same code into the
-// same panic. The panic may be in a backend's Go code, or in a package init
-// the child runs. The error names its "panic:" line and the frame that
-// panicked, the file as -trimpath prints it:
+// A child hung past its deadline (30 s by default) gets SIGQUIT, so that its
+// stacks name the driver call (cuInit), then SIGKILL. The error wraps
+// [driver.ErrInitHung] and carries the stacks. A crash is a signal from the
+// driver's C code, named with its call ("crashed with SIGSEGV, in cuInit"),
+// and is not-yet. A Go panic in the child is needs-operator, never retried:
+// a fresh child runs the same code into the same panic. The error names its
+// "panic:" line and the frame, the file as -trimpath prints it:
 //
 //	panicked in sim.(*Backend).Init at github.com/gpuinit/gpuinit/device/sim/sim.go:188: panic: ...
 //
@@ -149,32 +135,18 @@
 //
 // # What a server can learn and do
 //
-// [Runtime.Memory] gives a device's free and total memory, live, with where
-// they came from. It never creates a context or allocates. It says "unknown"
+// [Runtime.Memory] gives a device's free and total memory, live, and names
+// its source ([driver.MemorySource]): NVML by UUID (a MIG instance's own
+// slice), an active primary context, amdgpu's VRAM or GTT counters, or the
+// host's meminfo for a GPU that shares the host's memory. It never creates a
+// context or allocates. Unified memory is told from the device's attributes,
+// never by comparing sizes. Where no source is true, it says "unknown"
 // ([ErrNotSupported], with the reason) rather than give a wrong number.
-// Unified memory is told from the device's attributes, never by comparing
-// sizes: CUDA's integrated attribute, or a KFD node with CPU cores. The
-// source ([driver.MemorySource]) is, by device:
-//   - A discrete NVIDIA GPU, or a MIG instance: nvml, by UUID. NVML reads without a context. A
-//     MIG instance's own handle gives its slice.
-//   - A discrete NVIDIA GPU without NVML: driver-context, only where the primary context is
-//     active already. gpuinit never creates one to read memory.
-//   - An integrated NVIDIA GPU (Jetson, GB10): meminfo, the host's MemAvailable and MemTotal.
-//     NVML reports the host's RAM as free VRAM, or nothing. cudaMemGetInfo tracks MemFree, which
-//     page cache eats. While CUDA's integrated attribute cannot be read, it is unknown
-//     (ErrNotSupported), since NVML's figure would be wrong.
-//   - A discrete AMD GPU: amdgpu-vram (mem_info_vram_*, by PCI bus id), with no HIP call.
-//   - An AMD APU: amdgpu-gtt (mem_info_gtt_*), since an APU computes in GTT, host pages. Where
-//     the host has less available than GTT has free, it is meminfo: the host's MemAvailable and
-//     MemTotal.
 //
 // [Runtime.DeviceMap] gives each ordinal's NVML index (nvidia-smi's number)
-// or libhsakmt node id, UUID and PCI bus id. It names the CUDA_VISIBLE_DEVICES
-// (or HIP_ or ROCR_VISIBLE_DEVICES) entry that selected the device. It parses
-// those as the runtimes do: a repeated entry empties CUDA's list, an invalid
-// one ends it, and GPU- prefixes count. It warns when the order is not PCI
-// order on a host with more than one model (CUDA's default FASTEST_FIRST). It
-// is built only when asked.
+// or libhsakmt node id, UUID and PCI bus id, and the visibility entry that
+// selected it, parsed as the runtimes parse it. It warns when the order is
+// not PCI order on a host with more than one model.
 //
 // [Inventory] lists the devices of both vendors' runtimes, each once: by PCI
 // bus id, and MIG instances, which share their GPU's, by UUID. Auto still
@@ -207,12 +179,8 @@
 // [Runtime.ReportError] and [Runtime.ReportDriverCode] take the errors of the
 // engine's own driver calls. Sticky ones lose the device: CUDA's 700, 702,
 // 710, 714 to 719 and 214, and HIP's equivalents. [Stats].Lost lists the
-// losses, with no lock and no allocation. Other errors are counted.
-// ReportDriverCode classifies the code by the backend, from its registration,
-// before Init too. A report for an ordinal the Runtime does not have is
-// refused with an error wrapping [ErrInvalidDevice]. Before the devices are
-// known, until Init has succeeded, it wraps [driver.ErrNotInitialized] too.
-// Nothing is recorded for a device the Runtime may never have.
+// losses. Other errors are counted. A report for an ordinal the Runtime does
+// not have, or does not know yet, is refused: it wraps [ErrInvalidDevice].
 //
 // # MIG
 //
@@ -222,18 +190,12 @@
 // multiprocessors and memory are the slice's. Memory reads the instance's own
 // NVML handle, by UUID; by bus id NVML would give the whole GPU's.
 //
-// What CUDA enumerates, from NVIDIA's MIG user guide ("CUDA Device
-// Enumeration"), by CUDA_VISIBLE_DEVICES on a MIG-enabled GPU:
-//   - Unset: before R570, the first MIG device only, and no whole GPU beside it. From R570, one
-//     compute instance per GPU instance, across GPUs, and whole GPUs beside them.
-//   - MIG-<uuid> (R470 on), or MIG-GPU-<uuid>/<gi>/<ci> (before R470): that MIG device.
-//   - The parent's GPU-<uuid>: no device (ollama #13800: validate with the MIG UUID).
-//   - The parent's index: modelled as no device, since no source confirms it.
-//
-// device/internal/visibility models it; its MIG.md has the full table. R570's
-// enumeration is tested end to end over the fake libcuda and NVML
-// (GPUINIT_FAKE_CUDA_MIG=1,2): two instances of one GPU beside a whole GPU,
-// in one process.
+// What CUDA enumerates by CUDA_VISIBLE_DEVICES on a MIG-enabled GPU changed
+// at R570. The parent's GPU- UUID selects no device (ollama #13800: validate
+// with the MIG UUID). device/internal/visibility models NVIDIA's MIG user
+// guide ("CUDA Device Enumeration"), and its MIG.md has the full table.
+// R570's enumeration is tested end to end over the fake libcuda and NVML
+// (GPUINIT_FAKE_CUDA_MIG=1,2): two instances of one GPU beside a whole GPU.
 //
 // # After init: deadlines, health events, the canary
 //

@@ -17,6 +17,9 @@ import (
 // amdgpu's sysfs VRAM counters. For an APU it reads the GTT pool, or the
 // host's MemAvailable and MemTotal where those bind. A GPU that shares the
 // host's memory (Jetson, GB10) reports the host's MemAvailable and MemTotal.
+// NVML reports the host's RAM as its free memory there, or nothing, and
+// cudaMemGetInfo tracks MemFree, which the page cache eats. While CUDA's
+// integrated attribute cannot be read, such a GPU's memory is unknown.
 // Where no source gives a true figure, the error wraps [ErrNotSupported] and
 // says why. The answer is "unknown", never a wrong number.
 //
