@@ -103,9 +103,8 @@ func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, att
 	case err == nil:
 		return rep, nil
 	case errors.As(err, &na):
-		return rep, &PreflightError{Backend: reg.Name, Command: na.Command, Attempt: attempt, Took: na.Took,
-			Hung: na.Hung, Unkillable: na.Unkillable, Call: na.Call, Stacks: na.Stacks, Signal: na.Signal,
-			ExitCode: na.ExitCode, Stderr: na.Stderr, NoReport: na.NoReport, Report: na.Report, Panicked: na.Panicked, Frame: na.Frame}
+		pe := PreflightError(*na) // the same fields: see preflight.NoAnswer
+		return rep, &pe
 	case rep.Schema != "": // the child answered with its driver's failure: return it as it said it
 		return rep, err
 	case ctx.Err() != nil:

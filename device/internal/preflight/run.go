@@ -52,9 +52,13 @@ type Child struct {
 }
 
 // NoAnswer is a child that gave no report: it hung past its deadline,
-// crashed, panicked, or exited without one.
+// crashed, panicked, or exited without one. Its fields are device's
+// PreflightError's, in the same order, so that device converts it whole:
+// a field added to one and not the other fails the build.
 type NoAnswer struct {
+	Backend          string        // the backend it checked
 	Command          string        // the program run, as ps shows it
+	Attempt          int           // which child of the Runtime's, from 1
 	Took             time.Duration // from its start to its end, or to giving up on it
 	Hung, Unkillable bool          // still running at the deadline; still there after SIGKILL
 	Call             string        // the driver call a hung child's stacks show, such as "cuInit"
@@ -184,7 +188,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 	if ctx.Err() != nil {
 		return Report{}, ctx.Err()
 	}
-	na := &NoAnswer{Command: strings.Join(cmd.Args, " "), Took: res.Duration,
+	na := &NoAnswer{Backend: c.Backend, Command: strings.Join(cmd.Args, " "), Attempt: c.Attempt, Took: res.Duration,
 		Hung: res.Verdict == hangcheck.Hang, Unkillable: res.Unreaped, ExitCode: res.ExitCode, Stderr: res.Stderr}
 	if !na.Hung {
 		d := parseDeath(res.Stderr)
