@@ -54,9 +54,10 @@ var built struct {
 }
 
 // Build returns the path of lib compiled for this test binary. The first
-// call compiles it into the folder the binary's tests share
-// (childtest.TempDir, which childtest.Main removes); later calls get the
-// same file, or the same failure, without compiling again. Tests only read
+// call puts it into the folder the binary's tests share (childtest.TempDir,
+// which childtest.Main removes): a copy of the one this machine compiled
+// before, or a new compile (see compileCached). Later calls get the same
+// file, or the same failure, without compiling again. Tests only read
 // the file: what a fake does is set by the environment of the process
 // that loads it. Build skips the test if there is no C compiler. Safe from
 // parallel tests.
@@ -69,7 +70,7 @@ func Build(t testing.TB, lib Library) string {
 	compiled, ok := built.libs[key]
 	if !ok {
 		dir := filepath.Join(shared, fmt.Sprintf("fake-%d", len(built.libs)))
-		compiled = sync.OnceValues(func() (string, error) { return compile(cc, dir, lib) })
+		compiled = sync.OnceValues(func() (string, error) { return compileCached(cc, dir, lib) })
 		if built.libs == nil {
 			built.libs = map[string]func() (string, error){}
 		}
@@ -116,6 +117,10 @@ func compiler(t testing.TB) string {
 	return cc
 }
 
+// compileFlags are the flags every fake compiles with, before its soname,
+// output and defines.
+var compileFlags = []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror"}
+
 // compile builds lib with cc into dir, with the headers beside its source.
 func compile(cc, dir string, lib Library) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -137,7 +142,7 @@ func compile(cc, dir string, lib Library) (string, error) {
 		}
 	}
 	out := filepath.Join(dir, lib.Soname)
-	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-soname," + lib.Soname, "-o", out}
+	args := append(append([]string{}, compileFlags...), "-Wl,-soname,"+lib.Soname, "-o", out)
 	for _, d := range lib.Defines {
 		args = append(args, "-D"+d)
 	}
