@@ -92,48 +92,100 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 // child does: a child that SIGKILL cannot end within Reap is reported as
 // Unreaped, and ctx's end as ctx's error either way.
 func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) {
+	p, err := Start(cmd, limits)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Process is a child that Start started, for Wait to judge.
+type Process struct {
+	cmd            *exec.Cmd
+	limits         Limits
+	stdout, stderr *tail
+	armed          chan struct{} // closes at the Armed line; nil without one
+	exited         chan error    // the child's exit, from its reaper
+}
+
+// Start starts cmd as RunWith does, and returns at once: Wait judges it
+// later, and its limits count from Wait. Between the two the child runs
+// unwatched, as a pre-started child that waits for its orders does. Its
+// output is kept meanwhile. A goroutine reaps the child whenever it exits;
+// the child dies with the parent however long it runs. The caller must call
+// Wait, or kill the child, or it runs until the parent exits.
+func Start(cmd *exec.Cmd, limits Limits) (*Process, error) {
 	if limits.Grace <= 0 {
 		limits.Grace = Grace
 	}
-	stdout, stderr := &tail{max: limits.MaxOutput}, &tail{max: limits.MaxOutput}
-	// armed closes at the child's Armed line; nil, it never does, and the
-	// timer runs Timeout from the start.
-	var armed chan struct{}
-	first := limits.Timeout
+	p := &Process{cmd: cmd, limits: limits, exited: make(chan error, 1),
+		stdout: &tail{max: limits.MaxOutput}, stderr: &tail{max: limits.MaxOutput}}
 	if limits.Armed != "" {
-		armed, first = make(chan struct{}), limits.ArmBound
-		if first <= 0 {
-			first = DefaultArmBound
-		}
-		stderr.watchFor(limits.Armed, armed)
+		p.armed = make(chan struct{})
+		p.stderr.watchFor(limits.Armed, p.armed)
 	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Pdeathsig fires when the thread that started the child exits, not the
-	// process (golang/go#27505): keep this goroutine on its thread until the
-	// child has been waited for.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	dieWithParent(cmd)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("hangcheck: starting %s: %w", cmd.Path, err)
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	started := make(chan error, 1)
+	go func() { // the reaper: ends when the child does
+		// Pdeathsig fires when the thread that started the child exits, not
+		// the process (golang/go#27505): this goroutine keeps its thread
+		// until the child has been waited for.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		dieWithParent(cmd)
+		if err := cmd.Start(); err != nil {
+			started <- fmt.Errorf("hangcheck: starting %s: %w", cmd.Path, err)
+			return
+		}
+		started <- nil
+		p.exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
 	}
 	if limits.Started != nil {
 		limits.Started()
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // ends when the child does: the reaper
+	return p, nil
+}
 
+// Stop kills the child, unjudged, and waits for its exit until ctx ends. It
+// returns ctx's error if the child outlived ctx (stuck in the kernel); its
+// reaper then waits for it alone. Call it instead of Wait, once.
+func (p *Process) Stop(ctx context.Context) error {
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Wait waits for the child to exit, or for its limits to pass, counted from
+// now, and judges it as RunWith does. Call it once.
+func (p *Process) Wait(ctx context.Context) (Result, error) {
+	limits, cmd, stdout, stderr, armed := p.limits, p.cmd, p.stdout, p.stderr, p.armed
+	// With an Armed line the first wait is for it; without, Timeout runs
+	// from now.
+	first := limits.Timeout
+	if armed != nil {
+		first = limits.ArmBound
+		if first <= 0 {
+			first = DefaultArmBound
+		}
+	}
+	start := time.Now()
 	// killed sends SIGKILL and waits up to Reap for the exit.
 	killed := func() (error, bool) {
 		_ = cmd.Process.Kill()
 		if limits.Reap <= 0 {
-			return <-exited, true
+			return <-p.exited, true
 		}
 		reap := time.NewTimer(limits.Reap)
 		defer reap.Stop()
 		select {
-		case err := <-exited:
+		case err := <-p.exited:
 			return err, true
 		case <-reap.C:
 			return nil, false
@@ -148,14 +200,14 @@ func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) 
 		case <-armed: // Timeout counts from here; a nil channel never fires again
 			timer.Reset(limits.Timeout)
 			armed = nil
-		case waitErr = <-exited:
+		case waitErr = <-p.exited:
 			done = true
 		case <-timer.C: // Timeout, or ArmBound with the child not armed yet
 			hung, done = true, true
 			_ = cmd.Process.Signal(syscall.SIGQUIT)
 			grace := time.NewTimer(limits.Grace)
 			select {
-			case waitErr = <-exited:
+			case waitErr = <-p.exited:
 			case <-grace.C:
 				waitErr, reaped = killed()
 			}
