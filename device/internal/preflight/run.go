@@ -100,33 +100,96 @@ func self() (string, error) {
 // from the child's ArmedLine; a child that has not written it within
 // StartBound is hung. Run never waits for the child longer than MaxWait.
 func Run(ctx context.Context, c Child) (Report, error) {
+	s, err := start(c, c.Backend)
+	if err != nil {
+		return Report{}, err
+	}
+	return s.finish(ctx, c)
+}
+
+// started is a child that start started: cold, with its backend, or
+// pre-started, waiting for its orders.
+type started struct {
+	p      *hangcheck.Process
+	rd     *os.File // the parent's end of the report pipe
+	orders *os.File // the parent's end of a pre-started child's orders pipe; nil for a cold one
+	args   []string // as ps shows them
+}
+
+// start starts c's program as a preflight child of backend, or, with
+// backend "", as a pre-started child that waits on its descriptor 4 for its
+// orders.
+func start(c Child, backend string) (*started, error) {
 	command := c.Command
 	if len(command) == 0 {
 		if !Served() {
-			return Report{}, errors.New("the preflight's default child is this executable, which does not serve the preflight: " +
+			return nil, errors.New("the preflight's default child is this executable, which does not serve the preflight: " +
 				"import github.com/gpuinit/gpuinit/device/backends, or call device.ServePreflight first in main, or name a program that does in Preflight.Command")
 		}
 		exe, err := self()
 		if err != nil {
-			return Report{}, fmt.Errorf("the preflight cannot find this process's executable (name one in Preflight.Command): %w", err)
+			return nil, fmt.Errorf("the preflight cannot find this process's executable (name one in Preflight.Command): %w", err)
 		}
 		command = []string{exe}
 	}
 	rd, wr, err := os.Pipe()
 	if err != nil {
-		return Report{}, fmt.Errorf("making the preflight's pipe: %w", err)
+		return nil, fmt.Errorf("making the preflight's pipe: %w", err)
 	}
-	defer rd.Close()
 	cmd := exec.Command(command[0], command[1:]...)
 	if len(c.Command) == 0 {
 		cmd.Args[0] = os.Args[0] // ps shows the server's name, not /proc/self/exe
 	}
-	// The child's work is one goroutine's: a Go runtime with one P starts
-	// faster, and more so on a host of many cores.
-	cmd.Env = append(append(os.Environ(), c.Env...), EnvChild+"="+c.Backend, "GOMAXPROCS=1")
+	cmd.Env = childEnv(c, backend)
 	cmd.ExtraFiles = []*os.File{wr} // the child's descriptor 3
 	cmd.WaitDelay = time.Second     // a grandchild holding its stderr must not hold the parent
+	s := &started{rd: rd, args: cmd.Args}
+	var ordersRd *os.File
+	if backend == "" {
+		if ordersRd, s.orders, err = os.Pipe(); err != nil {
+			rd.Close()
+			wr.Close()
+			return nil, fmt.Errorf("making the preflight's pipe: %w", err)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ordersRd) // the child's descriptor 4
+	}
+	closeChildsEnds := func() {
+		wr.Close()
+		if ordersRd != nil {
+			ordersRd.Close()
+		}
+	}
+	s.p, err = hangcheck.Start(cmd, hangcheck.Limits{
+		Timeout: c.Deadline, Grace: grace, Reap: reap, MaxOutput: keepBytes,
+		Started: closeChildsEnds,
+		Armed:   ArmedLine, ArmBound: StartBound(c.Deadline),
+	})
+	if err != nil {
+		closeChildsEnds()
+		rd.Close()
+		if s.orders != nil {
+			s.orders.Close()
+		}
+		return nil, err
+	}
+	return s, nil
+}
 
+// childEnv is the environment of c's child for backend: this process's, with
+// c's additions. The child's work is one goroutine's: a Go runtime with one
+// P starts faster, and more so on a host of many cores.
+func childEnv(c Child, backend string) []string {
+	return append(append(os.Environ(), c.Env...), EnvChild+"="+backend, "GOMAXPROCS=1")
+}
+
+// finish waits for s's report, or judges why it gave none, as Run
+// describes. It closes s's pipes.
+func (s *started) finish(ctx context.Context, c Child) (Report, error) {
+	defer s.rd.Close()
+	if s.orders != nil {
+		defer s.orders.Close()
+	}
+	rd := s.rd
 	// Read the report as it comes: once it is complete the child has
 	// nothing left to say, and is not waited for past reportExit.
 	type decoded struct {
@@ -158,12 +221,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 		case <-runCtx.Done():
 		}
 	})
-	res, runErr := hangcheck.RunWith(runCtx, cmd, hangcheck.Limits{
-		Timeout: c.Deadline, Grace: grace, Reap: reap, MaxOutput: keepBytes,
-		Started: func() { wr.Close() },
-		Armed:   ArmedLine, ArmBound: StartBound(c.Deadline),
-	})
-	wr.Close() // if it never started
+	res, runErr := s.p.Wait(runCtx)
 	// The armed line is the parent's marker, not the child's words.
 	res.Stderr = strings.Replace(res.Stderr, ArmedLine+"\n", "", 1)
 	stop()
@@ -188,7 +246,7 @@ func Run(ctx context.Context, c Child) (Report, error) {
 	if ctx.Err() != nil {
 		return Report{}, ctx.Err()
 	}
-	na := &NoAnswer{Backend: c.Backend, Command: strings.Join(cmd.Args, " "), Attempt: c.Attempt, Took: res.Duration,
+	na := &NoAnswer{Backend: c.Backend, Command: strings.Join(s.args, " "), Attempt: c.Attempt, Took: res.Duration,
 		Hung: res.Verdict == hangcheck.Hang, Unkillable: res.Unreaped, ExitCode: res.ExitCode, Stderr: res.Stderr}
 	if !na.Hung {
 		d := parseDeath(res.Stderr)

@@ -27,7 +27,9 @@ func Arm() { fmt.Fprintln(os.Stderr, ArmedLine) }
 
 // Serve makes this process a preflight child if it was started as one: it
 // runs check for the backend EnvChild names, writes the report to the
-// parent's pipe, and exits. Otherwise it returns at once.
+// parent's pipe, and exits. With EnvChild empty it is a pre-started child:
+// it first waits for its orders (see Prestart). Otherwise it returns at
+// once.
 func Serve(check func(backend string) Report) {
 	served.Store(true)
 	name, ok := os.LookupEnv(EnvChild)
@@ -39,6 +41,9 @@ func Serve(check func(backend string) Report) {
 		fmt.Fprintf(os.Stderr, "gpuinit: %s=%q is set but file descriptor %d is not the parent's pipe: this process is not a preflight child; unset the variable\n",
 			EnvChild, name, fd)
 		os.Exit(2)
+	}
+	if name == "" { // a pre-started child: its orders name the backend
+		name = awaitOrders()
 	}
 	Arm()
 	_ = writeReport(pipe, check(name))
