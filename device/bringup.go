@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
 // moveTo stores the next BringUp: b with the phase, backend and summary set.
@@ -32,6 +33,11 @@ func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 // bringUpFirst is initialize's work, until a candidate is up or none is.
 func (r *Runtime) bringUpFirst(ctx context.Context) error {
 	u, err := r.newBringup()
+	defer func() { // a pre-started child that no attempt took has no use left
+		if u != nil && u.warm != nil {
+			closeWarm(u.warm)
+		}
+	}()
 	if err != nil {
 		return err
 	}
@@ -49,6 +55,7 @@ type bringup struct {
 	at        BringUp // the phase now, as last published
 	floors    map[string]int
 	preflight *Preflight       // nil when the preflight is off
+	warm      *preflight.Warm  // the pre-started child, until an attempt takes it
 	failures  map[string]error // each candidate's last failure
 	start     time.Time        // for the preflight's RetryFor
 }
@@ -71,8 +78,8 @@ func (r *Runtime) newBringup() (*bringup, error) {
 	u := &bringup{r: r, failures: map[string]error{}, start: time.Now()}
 	u.moveTo("", "")
 	var err error
-	if u.floors, u.preflight, err = r.readSettings(); err != nil {
-		return nil, &failure{class: ClassNeedsOperator, causes: []error{err}}
+	if u.floors, u.preflight, u.warm, err = r.readSettings(); err != nil {
+		return u, &failure{class: ClassNeedsOperator, causes: []error{err}}
 	}
 	seen := readVisibility()
 	r.visibility.Store(&seen)
@@ -156,7 +163,9 @@ func (u *bringup) try(ctx context.Context, reg driver.Registration) attempt {
 func (u *bringup) checkInChild(ctx context.Context, reg driver.Registration) attempt {
 	u.at.Attempts++
 	u.moveTo(PhasePreflight, reg.Name)
-	rep, err := runPreflight(ctx, *u.preflight, reg, u.at.Attempts)
+	warm := u.warm // the first child only; the rest start cold
+	u.warm = nil
+	rep, err := runPreflight(ctx, *u.preflight, reg, u.at.Attempts, warm)
 	if u.r.closed() {
 		return attempt{err: ErrClosed} // the child was killed, or answered too late
 	}

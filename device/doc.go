@@ -102,11 +102,11 @@
 // protect. That driver may be another Runtime's, or a cgo engine's libcuda,
 // seen without loading anything.
 //
-// The child's init runs once more than without the preflight. The example
-// server's package doc (examples/server) gives the cost, measured over a fake
-// libcuda. On a real GPU the child's init costs what an in-process one does:
-// 1–3 s per GPU without persistence mode. Turn persistence mode on
-// (nvidia-smi -pm 1) on hosts that use it.
+// The child's init runs once more than without the preflight. On a real GPU
+// it costs what an in-process one does: 1–3 s per GPU without persistence
+// mode (nvidia-smi -pm 1 turns it on). [Preflight].Prestart starts the first
+// child ahead, so the first Init does not wait for its process start. The
+// example server's package doc (examples/server) gives the costs.
 //
 // # Queued calls and re-entry
 //

@@ -83,3 +83,11 @@ func Layer(err error) []error {
 
 // CloneStats is Stats' copy of s, for the tests of what it copies.
 func CloneStats(s Stats) Stats { return s.clone() }
+
+// HasPrestartedChild reports whether r holds a child that Preflight.Prestart
+// started and no initialization has taken.
+func HasPrestartedChild(r *Runtime) bool {
+	r.settings.mu.Lock()
+	defer r.settings.mu.Unlock()
+	return r.settings.warm != nil
+}

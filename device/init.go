@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
 	"github.com/gpuinit/gpuinit/device/internal/watch"
 	"github.com/gpuinit/gpuinit/lazy"
 )
@@ -159,16 +160,34 @@ type settings struct {
 	floors    map[string]int
 	preflight *Preflight // nil: off, unless GPUINIT_PREFLIGHT says on
 	read      bool       // initialization has read them: too late to change
+	// warm is the child Preflight.Prestart started, until the
+	// initialization takes it with the settings, or Shutdown ends it.
+	warm *preflight.Warm
 }
 
 // readSettings returns the floors by backend name and the preflight, with
 // GPUINIT_PREFLIGHT applied. It marks them read. A later
 // RequireDriverVersion or UsePreflight then fails instead of being ignored.
-func (r *Runtime) readSettings() (floors map[string]int, preflight *Preflight, err error) {
+// It also hands over the pre-started child, if any: the caller uses it or
+// ends it.
+func (r *Runtime) readSettings() (floors map[string]int, p *Preflight, warm *preflight.Warm, err error) {
 	r.settings.mu.Lock()
 	r.settings.read = true
-	floors, preflight = maps.Clone(r.settings.floors), r.settings.preflight
+	floors, p, warm = maps.Clone(r.settings.floors), r.settings.preflight, r.settings.warm
+	r.settings.warm = nil
 	r.settings.mu.Unlock()
-	preflight, err = preflightFromEnv(preflight)
-	return floors, preflight, err
+	p, err = preflightFromEnv(p)
+	return floors, p, warm, err
+}
+
+// endWarm ends the pre-started child that no initialization took, waiting
+// for it until ctx ends. It reports whether it left the child to its reaper
+// then. Shutdown calls it after marking the Runtime closed, so that
+// UsePreflight starts no other.
+func (r *Runtime) endWarm(ctx context.Context) (abandoned bool) {
+	r.settings.mu.Lock()
+	w := r.settings.warm
+	r.settings.warm = nil
+	r.settings.mu.Unlock()
+	return w != nil && w.Close(ctx) != nil
 }

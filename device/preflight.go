@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -83,6 +84,17 @@ type Preflight struct {
 	// ServePreflight first. Empty is this process's own executable, with no
 	// arguments.
 	Command []string
+	// Prestart starts the first child at UsePreflight, so that the first
+	// Init pays for its check alone, not for its process start (10 ms or
+	// more, which a loaded machine stretches). The child runs its package
+	// inits, with the environment of then, and waits, touching no driver.
+	// Init gives it the backend to check, with the environment and folder
+	// of that moment. It is one idle process until then. Shutdown kills it,
+	// and so does an initialization that ends without it; a Runtime dropped
+	// without Shutdown leaves it waiting until the process exits. Retries
+	// and other backends start cold children. A server whose probes start
+	// the initialization seconds after it starts keeps it idle that long.
+	Prestart bool
 }
 
 // MaxWait is the longest one child can take with p's settings. That is its
@@ -124,20 +136,49 @@ func (p Preflight) withDefaults() Preflight {
 // the preflight off. A deadline replaces p.Deadline. "on" changes nothing. A
 // value that does not parse is an error here, naming the variable.
 func (r *Runtime) UsePreflight(p Preflight) error {
-	if r.closed() {
-		return ErrClosed
-	}
-	if _, err := preflightFromEnv(&p); err != nil {
+	effective, err := preflightFromEnv(&p)
+	if err != nil {
 		return err
 	}
+	var earlier *preflight.Warm // an earlier call's child, ended once mu is released
+	defer func() {
+		if earlier != nil {
+			closeWarm(earlier)
+		}
+	}()
 	r.settings.mu.Lock()
 	defer r.settings.mu.Unlock()
+	if r.closed() { // under mu: Shutdown closes, then takes mu to end a pre-started child
+		return ErrClosed
+	}
 	if r.settings.read {
 		return errors.New("device: UsePreflight on a runtime that has started initializing: call it before the first Init")
 	}
 	p.Command = slices.Clone(p.Command)
 	r.settings.preflight = &p
+	earlier, r.settings.warm = r.settings.warm, nil
+	if p.Prestart && effective != nil {
+		// A child that cannot start now fails the same way when Init
+		// starts it, which reports why.
+		r.settings.warm, _ = preflight.Prestart(childOf(*effective, "", 0))
+	}
 	return nil
+}
+
+// childOf is the preflight child p runs for backend's attempt. The child
+// must not run preflights of its own, should it reach main.
+func childOf(p Preflight, backend string, attempt int) preflight.Child {
+	return preflight.Child{Command: p.Command, Backend: backend, Attempt: attempt,
+		Deadline: p.Deadline, Env: []string{envPreflight + "=off"}}
+}
+
+// closeWarm ends a pre-started child that no initialization used. It has
+// touched no driver, so SIGKILL ends it at once; the bound only keeps a
+// process the kernel holds from holding its caller.
+func closeWarm(w *preflight.Warm) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = w.Close(ctx)
 }
 
 // preflightFromEnv applies GPUINIT_PREFLIGHT to the code's setting p (nil:

@@ -93,11 +93,22 @@ func (e *PreflightError) Crashed() bool { return e.Signal != "" && !e.Panicked }
 // runPreflight runs one preflight child for reg and returns what it found.
 // That is its report, the *PreflightError of a child that gave no answer, or
 // the error the child's driver returned, rebuilt. It never waits for the
-// child longer than p.Deadline and the preflight's bounds.
-func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, attempt int) (preflight.Report, error) {
-	// The child must not run preflights of its own, should it reach main.
-	rep, err := preflight.Run(ctx, preflight.Child{Command: p.Command, Backend: reg.Name, Attempt: attempt,
-		Deadline: p.Deadline, Env: []string{envPreflight + "=off"}})
+// child longer than p.Deadline and the preflight's bounds. It uses warm,
+// where not nil, if it was started for these settings, and ends it
+// otherwise.
+func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, attempt int, warm *preflight.Warm) (preflight.Report, error) {
+	c := childOf(p, reg.Name, attempt)
+	var rep preflight.Report
+	var err error
+	switch {
+	case warm != nil && warm.Matches(c):
+		rep, err = warm.Run(ctx, c)
+	default:
+		if warm != nil { // GPUINIT_PREFLIGHT changed its deadline since
+			closeWarm(warm)
+		}
+		rep, err = preflight.Run(ctx, c)
+	}
 	var na *preflight.NoAnswer
 	switch {
 	case err == nil:

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,4 +91,80 @@ func TestAChildWithoutTheBackendIsNeverTakenAsNoGPU(t *testing.T) {
 	assert.ErrorContains(t, err, "the preflight child has no gpu2 backend, which this process has")
 	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the child's answer is not retried")
 	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
+}
+
+// prestarted is preflighted with Prestart: each child of its tests,
+// pre-started or cold, writes its pid to a file as it starts. It returns
+// once the child UsePreflight started has, with its pid, and a function
+// that lists the pids written.
+func prestarted(t *testing.T, p device.Preflight) (rt *device.Runtime, c *devicetest.Counting, pid int, pids func() []string) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	t.Setenv(envChildDoes, "say-pids")
+	t.Setenv(envChildCounter, pidFile)
+	p.Prestart = true
+	rt, c = preflighted(t, false, p)
+	require.True(t, device.HasPrestartedChild(rt))
+	pids = func() []string { b, _ := os.ReadFile(pidFile); return strings.Fields(string(b)) }
+	require.Eventually(t, func() bool { return len(pids()) > 0 }, time.Minute, time.Millisecond,
+		"the pre-started child never started")
+	pid, err := strconv.Atoi(pids()[0])
+	require.NoError(t, err)
+	return rt, c, pid, pids
+}
+
+// gone reports whether process pid has exited and been reaped.
+func gone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+
+// TestAPrestartedChildChecksWithTheInitsEnvironment: the child started at
+// UsePreflight is the one the first Init uses, and it checks with the
+// environment of the Init, not of its start: a variable set in between
+// counts, as it would for a child started then. Here it makes the child's
+// sim fail, while this process's sim, made before, does not: so the Init
+// fails only if the child saw it, and nothing initializes in this process.
+func TestAPrestartedChildChecksWithTheInitsEnvironment(t *testing.T) {
+	rt, c, pid, pids := prestarted(t, device.Preflight{RetryFor: -1})
+	t.Setenv(sim.EnvFail, string(sim.NoDevice))
+	err := rt.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrNoDevice, "the child checked with GPUINIT_SIM_FAIL set after it started")
+	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts)
+	assert.Equal(t, []string{strconv.Itoa(pid)}, pids(), "the pre-started child checked; no other started")
+	assert.False(t, device.HasPrestartedChild(rt))
+	assert.True(t, gone(pid), "the child was used, and waited for")
+}
+
+// TestAPrestartedChildThatNoInitTakesIsEnded: Shutdown before any Init ends
+// the child, and so does an Init that runs no child.
+func TestAPrestartedChildThatNoInitTakesIsEnded(t *testing.T) {
+	t.Run("Shutdown", func(t *testing.T) {
+		rt, _, pid, _ := prestarted(t, device.Preflight{})
+		require.NoError(t, rt.Shutdown(context.Background()))
+		assert.True(t, gone(pid), "Shutdown waited for the child it ended")
+		assert.False(t, device.HasPrestartedChild(rt))
+		assert.ErrorIs(t, rt.UsePreflight(device.Preflight{Prestart: true}), device.ErrClosed, "and starts no other")
+	})
+	t.Run("an Init with the preflight turned off", func(t *testing.T) {
+		rt, c, pid, _ := prestarted(t, device.Preflight{})
+		t.Setenv("GPUINIT_PREFLIGHT", "off")
+		require.NoError(t, rt.Init(context.Background()))
+		assert.Equal(t, int64(1), c.Calls().Init)
+		assert.True(t, gone(pid), "the Init ended the child it did not use")
+	})
+	t.Run("a second UsePreflight", func(t *testing.T) {
+		rt, _, pid, _ := prestarted(t, device.Preflight{})
+		require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+		assert.True(t, gone(pid), "the first call's child is ended")
+		assert.False(t, device.HasPrestartedChild(rt), "the second call prestarts nothing")
+	})
+}
+
+// TestNoChildIsPrestartedWithThePreflightOff: GPUINIT_PREFLIGHT=off at
+// UsePreflight starts no child.
+func TestNoChildIsPrestartedWithThePreflightOff(t *testing.T) {
+	t.Setenv("GPUINIT_PREFLIGHT", "off")
+	rt := device.New(sim.New())
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.UsePreflight(device.Preflight{Prestart: true, Command: []string{os.Args[0], "-test.run=^$"}}))
+	assert.False(t, device.HasPrestartedChild(rt))
 }

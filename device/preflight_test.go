@@ -29,8 +29,8 @@ import (
 // its DefaultRegistry has (as a server importing device/backends would), or
 // misbehaves as envChildDoes says first.
 const (
-	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, go-panic, no-report, not-ready-times, or say-gomaxprocs
-	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far; for say-gomaxprocs, the file
+	envChildDoes    = "GPUINIT_DEVICE_TEST_CHILD_DOES" // hang, crash, go-panic, no-report, not-ready-times, say-gomaxprocs or say-pids
+	envChildCounter = "GPUINIT_DEVICE_TEST_COUNTER"    // for not-ready-times: the attempts so far; for say-*, the file
 	envChildTimes   = "GPUINIT_DEVICE_TEST_TIMES"      // for not-ready-times: how many fail
 )
 
@@ -65,6 +65,11 @@ func misbehave() {
 		os.Exit(0)
 	case "say-gomaxprocs":
 		_ = os.WriteFile(os.Getenv(envChildCounter), []byte(strconv.Itoa(runtime.GOMAXPROCS(0))), 0o644)
+	case "say-pids": // as it starts: a pre-started child's line says that it started ahead
+		if f, err := os.OpenFile(os.Getenv(envChildCounter), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+		}
 	case "not-ready-times":
 		path := os.Getenv(envChildCounter)
 		b, _ := os.ReadFile(path)

@@ -201,7 +201,11 @@ func (r *Runtime) shutDown(ctx context.Context) error {
 	if w != nil {
 		w.Cancel()
 	}
+	warmLeft := r.endWarm(ctx) // a pre-started child that no initialization took
 	errs, left := runHooks(ctx, hooks)
+	if warmLeft {
+		left = append(left, "the pre-started preflight child")
+	}
 	c.draining.Store(true)
 	left = append(left, r.waitForInit(ctx)...)
 	hung, stillIn := r.waitForCalls(ctx)
