@@ -52,10 +52,12 @@ var baseline = flag.String("bringup.baseline", "", "a server binary to measure b
 //	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
 //
 // Each iteration of "in-process and with the preflight" starts the server
-// twice, without and with the preflight, in alternating order. It probes
-// readiness once to start the initialization, and then every millisecond
-// from the least time the fake's inits take, until it is 200. Time to ready is from a
-// start to the first 200. The preflight's cost is, for each pair, with
+// three times: without the preflight, with it cold (-preflight-prestart=false)
+// and with its child pre-started, each iteration from the next of them. It probes
+// readiness once, 100 ms after the server listens, to start the
+// initialization, and then every millisecond from the least time the fake's
+// inits take, until it is 200. Time to ready is from that first probe to
+// the first 200. The preflight's cost is, for each pair, with
 // minus without minus the child's own 200 ms init; pairs cancel the load
 // of the machine that drifts while a run goes on. Every figure is the
 // median over the iterations, as a mean would carry one slow start.
@@ -70,32 +72,53 @@ func BenchmarkBringUp(b *testing.B) {
 	env := []string{"GPUINIT_CUDA_LIBRARY=" + lib, "GPUINIT_FAKE_CUDA_INIT_DELAY_MS=" + strconv.Itoa(int(fakeInit.Milliseconds())),
 		"GPUINIT_PREFLIGHT="}
 	b.Run("in-process and with the preflight", func(b *testing.B) {
-		off, on, cost := make([][]time.Duration, len(bins)), make([][]time.Duration, len(bins)), make([][]time.Duration, len(bins))
-		start := make([][]time.Duration, len(bins))
+		// The modes, by the flags that set them. A baseline, an older build,
+		// may not know -preflight-prestart: it runs the first two, its
+		// preflight cold as it always was.
+		modes := []struct {
+			unit  string
+			floor time.Duration // the fake's inits in this mode
+			args  []string
+		}{
+			{"in-process", fakeInit, []string{"-preflight", "0"}},
+			{"with-preflight-cold", 2 * fakeInit, []string{"-preflight", "30s", "-preflight-prestart=false"}},
+			{"with-preflight", 2 * fakeInit, []string{"-preflight", "30s"}},
+		}
+		took := make([]map[string][]time.Duration, len(bins))
+		for k := range bins {
+			took[k] = map[string][]time.Duration{}
+		}
 		i := 0
 		for b.Loop() {
 			for k, bin := range bins {
-				start[k] = append(start[k], startAndExit(b, bin))
-				modes := []string{"0", "30s"}
-				if i%2 == 1 {
-					slices.Reverse(modes)
+				took[k]["start-and-exit"] = append(took[k]["start-and-exit"], startAndExit(b, bin))
+				once := map[string]time.Duration{}
+				for j := range modes { // each iteration starts with the next mode: drift falls out
+					m := modes[(i+j)%len(modes)]
+					args := m.args
+					if k > 0 {
+						if m.unit == "with-preflight" {
+							continue
+						}
+						args = args[:2]
+					}
+					once[m.unit] = timeToReady(b, bin, env, m.floor, append([]string{"-backend", "cuda"}, args...)...)
+					took[k][m.unit] = append(took[k][m.unit], once[m.unit])
 				}
-				took := map[string]time.Duration{}
-				for _, mode := range modes {
-					floor := map[string]time.Duration{"0": fakeInit, "30s": 2 * fakeInit}[mode]
-					took[mode] = timeToReady(b, bin, env, floor, "-backend", "cuda", "-preflight", mode)
+				for _, with := range []string{"with-preflight-cold", "with-preflight"} {
+					if d, ok := once[with]; ok {
+						cost := "preflight-cost" + strings.TrimPrefix(with, "with-preflight")
+						took[k][cost] = append(took[k][cost], d-once["in-process"]-fakeInit)
+					}
 				}
-				off[k], on[k] = append(off[k], took["0"]), append(on[k], took["30s"])
-				cost[k] = append(cost[k], took["30s"]-took["0"]-fakeInit)
 			}
 			i++
 		}
 		for k := range bins {
 			suffix := []string{"", "-baseline"}[k]
-			b.ReportMetric(medianMs(off[k]), "ms-in-process"+suffix)
-			b.ReportMetric(medianMs(on[k]), "ms-with-preflight"+suffix)
-			b.ReportMetric(medianMs(cost[k]), "ms-preflight-cost"+suffix)
-			b.ReportMetric(medianMs(start[k]), "ms-start-and-exit"+suffix)
+			for unit, ds := range took[k] {
+				b.ReportMetric(medianMs(ds), "ms-"+unit+suffix)
+			}
 		}
 	})
 	b.Run("ready after the fake recovers", func(b *testing.B) {
@@ -136,14 +159,20 @@ func medianMs(ds []time.Duration) float64 {
 	return float64(m.Microseconds()) / 1000
 }
 
+// firstProbe is when the benchmark first probes a server it started, after
+// the server listens. An orchestrator's first probe comes later still (a
+// period of seconds); a server's first request, too.
+const firstProbe = 100 * time.Millisecond
+
 // timeToReady starts the server binary bin and returns how long readiness
-// took to be 200. Its first probe starts the initialization, which cannot
-// end before floor (the fake's inits). It probes again only from there, each
-// millisecond: a probe loop of its own through the child's start would take
+// took to be 200 from its first probe, which starts the initialization:
+// the initialization's own time, as a first request would wait for it. It
+// probes firstProbe after the server listens. The initialization cannot end
+// before floor (the fake's inits): it checks once before that, that it had
+// not started earlier, and probes again only from floor, each millisecond: a probe loop of its own through the child's start would take
 // CPU from it on a small machine, which no orchestrator's probes do.
 func timeToReady(b *testing.B, bin string, env []string, floor time.Duration, args ...string) time.Duration {
 	b.Helper()
-	start := time.Now()
 	url, cmd, _ := startBinary(b, bin, env, args...)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	ready := func() bool {
@@ -154,13 +183,19 @@ func timeToReady(b *testing.B, bin string, env []string, floor time.Duration, ar
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
+	time.Sleep(firstProbe)
+	start := time.Now()
 	if ready() {
 		b.Fatal("ready at the first probe: the initialization had started before it")
 	}
-	time.Sleep(time.Until(start.Add(floor)))
+	// An initialization started before the first probe, as the server
+	// listened, would be ready by now.
+	early := floor - firstProbe/2
+	time.Sleep(time.Until(start.Add(early)))
 	if ready() {
-		b.Fatalf("ready within %s of the start, which the fake's inits take at least", floor)
+		b.Fatalf("ready within %s of the first probe, though the fake's inits take %s", early, floor)
 	}
+	time.Sleep(time.Until(start.Add(floor)))
 	for !ready() {
 		time.Sleep(time.Millisecond)
 	}
@@ -240,6 +275,8 @@ func bringUpList(t *testing.T) string {
 		{"in-process only", "ms-in-process"},
 		{"with the preflight", "ms-with-preflight"},
 		{"the preflight's cost beyond the child's own 200 ms init, pair by pair", "ms-preflight-cost"},
+		{"with the child started cold at the first probe, not at UsePreflight", "ms-with-preflight-cold"},
+		{"its cost, pair by pair", "ms-preflight-cost-cold"},
 		{"of which the least: the server's binary run with -h, from its start to its exit", "ms-start-and-exit"},
 		{"after a not-yet driver recovers, ready after the retry's scheduled start", "ms-after-backoff"},
 	} {

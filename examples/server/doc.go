@@ -14,7 +14,9 @@
 // The preflight is on (-preflight 30s). A preflight child runs the driver's
 // init first: this binary again, which serves it through device/backends. A
 // driver that hangs or crashes in its init then takes the child down, not
-// the server. A GPU that is not ready yet is retried.
+// the server. A GPU that is not ready yet is retried. The first child starts
+// with the server and waits, touching no driver, for the first
+// initialization (-preflight-prestart).
 //
 // The server serves without a GPU (health.WithCPUFallback). Where the host
 // has none (a CPU-only host, a CGO_ENABLED=0 build), it stays live and
@@ -82,32 +84,40 @@
 //
 //	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
 //
-// Each iteration starts this server without and with the preflight, in turn.
-// It times each start to the first readiness 200. Its first probe starts the
-// initialization, and it probes again, each millisecond, only from the least
-// time the fake's inits take. A probe loop through the child's start would
-// take CPU from the child on a small machine, which no orchestrator does.
-// The cost is each pair's difference less the child's own 200 ms init. So the
-// load of the machine, which drifts during a run, falls out. It also times
-// this binary run with -h, from its start to its exit: the least a child of
-// it can cost. Every figure is a median over the iterations. These are the
-// figures of the run recorded in testdata/bringup-bench.txt, and a test keeps
-// them so. To record a run, pipe the command above to tee that file; the test
-// then prints the list to paste here.
+// Each iteration starts this server three times: without the preflight, with
+// it cold (-preflight-prestart=false), and with its child pre-started, as
+// the server runs by default. It probes readiness 100 ms after the server
+// listens, which starts the initialization, and times that to the first
+// readiness 200: what a first request would wait. It probes again, each
+// millisecond, only from the least time the fake's inits take. The cost is
+// each run's time less the same iteration's run without the preflight and
+// the child's own 200 ms init. So the load of the machine, which drifts
+// during a run, falls out. It also times this binary run with -h, from its
+// start to its exit: the least a cold child of it can cost. Every figure is a
+// median over the iterations. These are the figures of the run recorded in
+// testdata/bringup-bench.txt, and a test keeps them so. To record a run,
+// pipe the command above to tee that file; the test then prints the list to
+// paste here.
 //
 // Time to ready, the medians of the recorded run (Oxide Virtual Turin-like Processor):
-//   - in-process only: 217.2 ms
-//   - with the preflight: 432.6 ms
-//   - the preflight's cost beyond the child's own 200 ms init, pair by pair: 15.8 ms
-//   - of which the least: the server's binary run with -h, from its start to its exit: 12.3 ms
-//   - after a not-yet driver recovers, ready after the retry's scheduled start: 19.6 ms
+//   - in-process only: 205.3 ms
+//   - with the preflight: 409.0 ms
+//   - the preflight's cost beyond the child's own 200 ms init, pair by pair: 3.8 ms
+//   - with the child started cold at the first probe, not at UsePreflight: 419.6 ms
+//   - its cost, pair by pair: 14.0 ms
+//   - of which the least: the server's binary run with -h, from its start to its exit: 13.0 ms
+//   - after a not-yet driver recovers, ready after the retry's scheduled start: 17.8 ms
 //
-// Most of the cost is the child's start, and the machine sets it. The
+// A cold child's cost is mostly its start, and the machine sets it: the
 // server's binary, exec'd again, runs the Go runtime's start and every
 // package init ordered before device/backends. On the machine this run was
 // recorded on, a C program that does nothing took 3.4 ms to start and exit,
-// and a Go one with cgo 9.7 ms (perf stat -r 30). What the preflight adds
-// beyond -h is its pipe, the backend's check and the report: about 3.5 ms.
+// and a Go one with cgo 9.7 ms (perf stat -r 30). So the server pre-starts
+// the child (device.Preflight.Prestart): it starts with the server, and
+// waits for the first initialization's orders. What is left is the orders,
+// the backend's check beyond the driver's init, the report and the child's
+// exit. The child idles until the first probe, here 100 ms; an
+// orchestrator's first probe comes seconds after the start.
 // -args -bringup.baseline=BINARY measures another build of the server beside
-// this one, pair by pair in the same run.
+// this one, in the same run: its runs without and with a cold preflight.
 package main

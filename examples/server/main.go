@@ -39,6 +39,7 @@ func run(args []string) error {
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long requests may finish after SIGTERM before they are cut off")
 	preflight := fs.Duration("preflight", (30 * time.Second), "deadline of the preflight child that runs the driver's init first; 0 turns it off ($GPUINIT_PREFLIGHT overrides)")
 	backoff := fs.Duration("preflight-backoff", time.Second, "the wait before a preflight child that found the GPU not ready yet is retried; it doubles, up to 30s")
+	prestart := fs.Bool("preflight-prestart", true, "start the first preflight child as the server starts, so that the first initialization does not wait for its process start")
 	var usage bytes.Buffer // -h's answer goes to stdout, a flag's error to stderr
 	fs.SetOutput(&usage)
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +60,7 @@ func run(args []string) error {
 		return err
 	}
 	if *preflight > 0 {
-		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight, Backoff: *backoff}); err != nil {
+		if err := rt.UsePreflight(device.Preflight{Deadline: *preflight, Backoff: *backoff, Prestart: *prestart}); err != nil {
 			return err
 		}
 	}
