@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A child's process start (the exec, the dynamic loader, the Go runtime and
@@ -78,15 +79,26 @@ func (w *Warm) Run(ctx context.Context, c Child) (Report, error) {
 	}
 	dir, _ := os.Getwd()
 	b, err := json.Marshal(orders{Backend: c.Backend, Env: childEnv(c, c.Backend), Dir: dir})
-	if err == nil {
-		// A child that died while it waited cannot read: EPIPE, which
-		// finish then explains from its exit. The pipe holds 64 KiB, and
-		// a child that lives reads the rest.
-		_, _ = s.orders.Write(b)
+	if err != nil {
+		b = nil // the child reads EOF and exits: judged as a child without a report
 	}
-	_ = s.orders.Close()
+	pipe := s.orders
 	s.orders = nil
-	return s.finish(ctx, c)
+	// The orders go as the child is judged, so that its bound to arm counts
+	// from now, as a cold child's counts from its start. The pipe holds 64
+	// KiB; a larger environment waits for the child to read it. A child that
+	// died cannot read: EPIPE at once. One whose package inits hang is
+	// judged hung at its bound, and the write gives up then too.
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		_ = pipe.SetWriteDeadline(time.Now().Add(StartBound(c.Deadline)))
+		_, _ = pipe.Write(b)
+		_ = pipe.Close()
+	}()
+	rep, err := s.finish(ctx, c)
+	<-wrote // done: the child is gone, or the deadline passed
+	return rep, err
 }
 
 // Close ends w if Run did not take it: it kills the child, which has touched
