@@ -31,7 +31,7 @@ const (
 // Result is what happened to one child.
 type Result struct {
 	Verdict  Verdict
-	Duration time.Duration  // from start to exit
+	Duration time.Duration  // from the start (RunWith) or the Wait to the exit
 	ExitCode int            // -1 if killed by a signal, or not reaped
 	Signal   syscall.Signal // the signal that killed it, or 0
 	Stdout   string
@@ -92,10 +92,12 @@ func Run(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Result, err
 // child does: a child that SIGKILL cannot end within Reap is reported as
 // Unreaped, and ctx's end as ctx's error either way.
 func RunWith(ctx context.Context, cmd *exec.Cmd, limits Limits) (Result, error) {
+	from := time.Now()
 	p, err := Start(cmd, limits)
 	if err != nil {
 		return Result{}, err
 	}
+	p.from = from // its limits and Duration count from the start, the exec's included
 	return p.Wait(ctx)
 }
 
@@ -106,10 +108,12 @@ type Process struct {
 	stdout, stderr *tail
 	armed          chan struct{} // closes at the Armed line; nil without one
 	exited         chan error    // the child's exit, from its reaper
+	done           chan struct{} // closed once the child has exited and been reaped
+	from           time.Time     // when Wait's clock starts; zero: when Wait is called
 }
 
 // Start starts cmd as RunWith does, and returns at once: Wait judges it
-// later, and its limits count from Wait. Between the two the child runs
+// later, and its limits and Duration count from Wait. Between the two the child runs
 // unwatched, as a pre-started child that waits for its orders does. Its
 // output is kept meanwhile. A goroutine reaps the child whenever it exits;
 // the child dies with the parent however long it runs. The caller must call
@@ -118,7 +122,7 @@ func Start(cmd *exec.Cmd, limits Limits) (*Process, error) {
 	if limits.Grace <= 0 {
 		limits.Grace = Grace
 	}
-	p := &Process{cmd: cmd, limits: limits, exited: make(chan error, 1),
+	p := &Process{cmd: cmd, limits: limits, exited: make(chan error, 1), done: make(chan struct{}),
 		stdout: &tail{max: limits.MaxOutput}, stderr: &tail{max: limits.MaxOutput}}
 	if limits.Armed != "" {
 		p.armed = make(chan struct{})
@@ -139,6 +143,7 @@ func Start(cmd *exec.Cmd, limits Limits) (*Process, error) {
 		}
 		started <- nil
 		p.exited <- cmd.Wait()
+		close(p.done)
 	}()
 	if err := <-started; err != nil {
 		return nil, err
@@ -147,6 +152,16 @@ func Start(cmd *exec.Cmd, limits Limits) (*Process, error) {
 		limits.Started()
 	}
 	return p, nil
+}
+
+// Exited reports whether the child has exited, without waiting.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop kills the child, unjudged, and waits for its exit until ctx ends. It
@@ -175,7 +190,10 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 			first = DefaultArmBound
 		}
 	}
-	start := time.Now()
+	start := p.from
+	if start.IsZero() {
+		start = time.Now()
+	}
 	// killed sends SIGKILL and waits up to Reap for the exit.
 	killed := func() (error, bool) {
 		_ = cmd.Process.Kill()
@@ -191,7 +209,7 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 			return nil, false
 		}
 	}
-	timer := time.NewTimer(first)
+	timer := time.NewTimer(first - time.Since(start))
 	defer timer.Stop()
 	hung, reaped := false, true
 	var waitErr error
