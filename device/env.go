@@ -33,7 +33,7 @@ var deviceEnv = []driver.EnvVar{
 // Besides these, every GPUINIT_FAKE_* variable is exempt: the fake driver
 // libraries the tests build read them, and no setting starts so.
 var notSettings = map[string]string{
-	preflight.EnvChild:  "set by gpuinit on its preflight child, naming the backend to check",
+	preflight.EnvChild:  "set by gpuinit on its preflight child, naming the backend to check (empty: it waits for its orders)",
 	"GPUINIT_SDK_CACHE": "read by build/fetch-cuda-sdk.sh, where it keeps the CUDA SDK it fetches",
 
 	"GPUINIT_CUDA_TEST_CHILD":            "a test child's marker (device/cuda)",

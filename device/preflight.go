@@ -89,7 +89,10 @@ type Preflight struct {
 	// more, which a loaded machine stretches). The child runs its package
 	// inits, with the environment of then, and waits, touching no driver.
 	// Init gives it the backend to check, with the environment and folder
-	// of that moment. It is one idle process until then. Shutdown kills it,
+	// of that moment. What a process reads only as it starts stays as it
+	// was: LD_LIBRARY_PATH and LD_PRELOAD (the dynamic loader's), GODEBUG
+	// and GOTRACEBACK, and what package inits read. It is one idle process
+	// until then. Shutdown kills it,
 	// and so does an initialization that ends without it; a Runtime dropped
 	// without Shutdown leaves it waiting until the process exits. Retries
 	// and other backends start cold children. A server whose probes start
@@ -136,6 +139,9 @@ func (p Preflight) withDefaults() Preflight {
 // the preflight off. A deadline replaces p.Deadline. "on" changes nothing. A
 // value that does not parse is an error here, naming the variable.
 func (r *Runtime) UsePreflight(p Preflight) error {
+	if r.closed() {
+		return ErrClosed
+	}
 	effective, err := preflightFromEnv(&p)
 	if err != nil {
 		return err

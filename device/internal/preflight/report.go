@@ -18,8 +18,9 @@ import (
 	"github.com/gpuinit/gpuinit/device/internal/drivercodes"
 )
 
-// EnvChild marks a preflight child: it names the backend to check. The
-// parent sets it in the child's environment; nothing else should.
+// EnvChild marks a preflight child: it names the backend to check, or is
+// empty for a child started ahead, which waits for its orders (Prestart).
+// The parent sets it in the child's environment; nothing else should.
 const EnvChild = "GPUINIT_PREFLIGHT_CHILD"
 
 // fd is the child's end of its report pipe.

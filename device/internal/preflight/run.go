@@ -112,8 +112,19 @@ func Run(ctx context.Context, c Child) (Report, error) {
 type started struct {
 	p      *hangcheck.Process
 	rd     *os.File // the parent's end of the report pipe
-	orders *os.File // the parent's end of a pre-started child's orders pipe; nil for a cold one
+	orders *os.File // the parent's end of a pre-started child's orders pipe, until its orders go
+	warm   bool     // pre-started: it waits for orders
 	args   []string // as ps shows them
+}
+
+// end kills the child, unjudged, and waits for it until ctx ends. It closes
+// s's pipes.
+func (s *started) end(ctx context.Context) error {
+	s.rd.Close()
+	if s.orders != nil {
+		s.orders.Close() // EOF: a child that reads it exits by itself
+	}
+	return s.p.Stop(ctx)
 }
 
 // start starts c's program as a preflight child of backend, or, with
@@ -143,7 +154,7 @@ func start(c Child, backend string) (*started, error) {
 	cmd.Env = childEnv(c, backend)
 	cmd.ExtraFiles = []*os.File{wr} // the child's descriptor 3
 	cmd.WaitDelay = time.Second     // a grandchild holding its stderr must not hold the parent
-	s := &started{rd: rd, args: cmd.Args}
+	s := &started{rd: rd, args: cmd.Args, warm: backend == ""}
 	var ordersRd *os.File
 	if backend == "" {
 		if ordersRd, s.orders, err = os.Pipe(); err != nil {
@@ -235,6 +246,14 @@ func (s *started) finish(ctx context.Context, c Child) (Report, error) {
 		d.err = errors.New("no report: the pipe stayed open")
 	}
 	if d.err == nil {
+		switch {
+		case d.rep.Backend == c.Backend:
+		case s.warm && d.rep.Backend == "":
+			return Report{}, errOlderChild
+		default:
+			return Report{}, fmt.Errorf("the preflight child %s reported on backend %q, not %q: it does not serve this preflight",
+				strings.Join(s.args, " "), d.rep.Backend, c.Backend)
+		}
 		if d.rep.Error != nil {
 			return d.rep, d.rep.Error.Rebuild()
 		}

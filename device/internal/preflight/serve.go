@@ -37,16 +37,28 @@ func Serve(check func(backend string) Report) {
 		return
 	}
 	pipe := os.NewFile(fd, "gpuinit preflight report")
-	if info, err := pipe.Stat(); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
+	if !isPipe(pipe) {
 		fmt.Fprintf(os.Stderr, "gpuinit: %s=%q is set but file descriptor %d is not the parent's pipe: this process is not a preflight child; unset the variable\n",
 			EnvChild, name, fd)
 		os.Exit(2)
 	}
 	if name == "" { // a pre-started child: its orders name the backend
-		name = awaitOrders()
+		orders := os.NewFile(ordersFD, "gpuinit preflight orders")
+		if !isPipe(orders) {
+			fmt.Fprintf(os.Stderr, "gpuinit: %s is set and empty but file descriptor %d is not the parent's orders pipe: this process is not a preflight child; unset the variable\n",
+				EnvChild, ordersFD)
+			os.Exit(2)
+		}
+		name = awaitOrders(orders)
 	}
 	Arm()
 	_ = writeReport(pipe, check(name))
 	_ = pipe.Close()
 	os.Exit(0)
+}
+
+// isPipe reports whether f is a pipe, as the parent's are.
+func isPipe(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeNamedPipe != 0
 }

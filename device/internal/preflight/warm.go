@@ -20,7 +20,10 @@ import (
 // 4, runs its package inits, and blocks reading its orders there. Its orders
 // name the backend and carry the environment and working directory of the
 // moment they are given, so that a variable set after the start counts as it
-// would for a cold child. It never touches a driver before them. EOF, with
+// would for a cold child. What a process reads only as it starts does not:
+// the dynamic loader's LD_LIBRARY_PATH and LD_PRELOAD, the Go runtime's
+// GODEBUG and GOTRACEBACK, and what package inits read. It never touches a
+// driver before its orders. EOF, with
 // no orders, makes it exit quietly.
 
 // ordersFD is a pre-started child's end of its orders pipe.
@@ -30,12 +33,18 @@ const ordersFD = 4
 // a folder.
 const maxOrders = 4 << 20
 
-// orders is what a pre-started child is told to do.
+// orders is what a pre-started child is told to do. The environment and the
+// folder go as bytes (base64 in JSON): they need not be UTF-8.
 type orders struct {
 	Backend string   `json:"backend"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir"`
+	Env     [][]byte `json:"env"`
+	Dir     []byte   `json:"dir"`
 }
+
+// errOlderChild is a pre-started child that answered without its orders: a
+// program built before pre-started children, which read the empty backend
+// as a backend's name.
+var errOlderChild = errors.New("preflight: the pre-started child answered without its orders")
 
 // Warm is a child started ahead of its check. Its zero value is not usable:
 // Prestart makes one. Run uses it once; Close ends it unused. Both are safe
@@ -67,8 +76,10 @@ func (w *Warm) Matches(c Child) bool {
 // Run gives w its orders, to check c.Backend with this process's
 // environment and folder as they are now, and returns what Run(ctx, c)
 // would. Its deadline counts from its ArmedLine, written once it has its
-// orders. A child that died while it waited gives no answer, as a cold one
-// that died would. Run on a used or closed Warm is an error.
+// orders. A child that died while it waited, which never touched a driver,
+// says nothing about the host: Run then runs a cold child, as it does for a
+// program that does not wait for orders. Run on a used or closed Warm is an
+// error.
 func (w *Warm) Run(ctx context.Context, c Child) (Report, error) {
 	w.mu.Lock()
 	s := w.s
@@ -77,8 +88,16 @@ func (w *Warm) Run(ctx context.Context, c Child) (Report, error) {
 	if s == nil {
 		return Report{}, errors.New("preflight: the pre-started child was used or closed")
 	}
+	if s.p.Exited() {
+		_ = s.end(ctx) // reaped already: nothing to wait for
+		return Run(ctx, c)
+	}
 	dir, _ := os.Getwd()
-	b, err := json.Marshal(orders{Backend: c.Backend, Env: childEnv(c, c.Backend), Dir: dir})
+	o := orders{Backend: c.Backend, Dir: []byte(dir)}
+	for _, kv := range childEnv(c, c.Backend) {
+		o.Env = append(o.Env, []byte(kv))
+	}
+	b, err := json.Marshal(o)
 	if err != nil {
 		b = nil // the child reads EOF and exits: judged as a child without a report
 	}
@@ -97,7 +116,13 @@ func (w *Warm) Run(ctx context.Context, c Child) (Report, error) {
 		_ = pipe.Close()
 	}()
 	rep, err := s.finish(ctx, c)
-	<-wrote // done: the child is gone, or the deadline passed
+	// The child is judged: a write still blocked (a grandchild holds the
+	// pipe, say) gives up now.
+	_ = pipe.SetWriteDeadline(time.Now())
+	<-wrote
+	if errors.Is(err, errOlderChild) {
+		return Run(ctx, c)
+	}
 	return rep, err
 }
 
@@ -112,16 +137,13 @@ func (w *Warm) Close(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	defer s.rd.Close()
-	_ = s.orders.Close() // EOF: a child that reads it exits by itself
-	return s.p.Stop(ctx)
+	return s.end(ctx)
 }
 
-// awaitOrders is a pre-started child's wait for its orders. It applies their
+// awaitOrders is a pre-started child's wait for its orders on f. It applies their
 // environment and folder, and returns their backend. Without orders (the
 // parent closed the pipe, or died) it exits 0: nobody needs its check.
-func awaitOrders() string {
-	f := os.NewFile(ordersFD, "gpuinit preflight orders")
+func awaitOrders(f *os.File) string {
 	b, err := io.ReadAll(io.LimitReader(f, maxOrders))
 	_ = f.Close()
 	var o orders
@@ -129,15 +151,19 @@ func awaitOrders() string {
 		os.Exit(0)
 	}
 	os.Clearenv()
-	for _, kv := range o.Env {
+	for _, entry := range o.Env {
+		kv := string(entry)
 		// Past the first byte: an entry may start with "=" (Windows' "=C:").
 		if i := strings.IndexByte(kv[min(1, len(kv)):], '='); i >= 0 {
 			_ = os.Setenv(kv[:i+1], kv[i+2:])
 		}
 	}
-	if o.Dir != "" {
-		if err := os.Chdir(o.Dir); err != nil {
-			fmt.Fprintf(os.Stderr, "gpuinit: the preflight child cannot enter the parent's folder %s: %v\n", o.Dir, err)
+	if len(o.Dir) > 0 {
+		// Relative paths in the settings mean what they mean to the parent,
+		// or the child does not check.
+		if err := os.Chdir(string(o.Dir)); err != nil {
+			fmt.Fprintf(os.Stderr, "gpuinit: the preflight child cannot enter the parent's folder %q: %v\n", o.Dir, err)
+			os.Exit(2)
 		}
 	}
 	return o.Backend
