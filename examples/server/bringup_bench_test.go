@@ -29,7 +29,7 @@ import (
 // bringUpRecord is the last recorded run of BenchmarkBringUp, which the
 // package doc (doc.go) quotes. Record a run with:
 //
-//	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server | tee examples/server/testdata/bringup-bench.txt
+//	go test -run '^$' -bench BringUp -benchtime 20x ./examples/server | tee examples/server/testdata/bringup-bench.txt
 //
 // then run TestThePackageDocQuotesTheRecordedBringUpRun, which prints the
 // list to paste into doc.go's section "What the preflight costs".
@@ -49,7 +49,7 @@ var baseline = flag.String("bringup.baseline", "", "a server binary to measure b
 // one run (the package doc quotes the figures of the run recorded in
 // bringUpRecord):
 //
-//	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
+//	go test -run '^$' -bench BringUp -benchtime 20x ./examples/server
 //
 // Each iteration of "in-process and with the preflight" starts the server
 // three times: without the preflight, with it cold (-preflight-prestart=false)

@@ -82,7 +82,7 @@
 // BenchmarkBringUp measures it over the fake libcuda, whose cuInit takes
 // 200 ms:
 //
-//	go test -run '^$' -bench BringUp -benchtime 10x ./examples/server
+//	go test -run '^$' -bench BringUp -benchtime 20x ./examples/server
 //
 // Each iteration starts this server three times: without the preflight, with
 // it cold (-preflight-prestart=false), and with its child pre-started, as
@@ -100,13 +100,13 @@
 // paste here.
 //
 // Time to ready, the medians of the recorded run (Oxide Virtual Turin-like Processor):
-//   - in-process only: 205.3 ms
-//   - with the preflight: 409.0 ms
-//   - the preflight's cost beyond the child's own 200 ms init, pair by pair: 3.8 ms
-//   - with the child started cold at the first probe, not at UsePreflight: 419.6 ms
-//   - its cost, pair by pair: 14.0 ms
-//   - of which the least: the server's binary run with -h, from its start to its exit: 13.0 ms
-//   - after a not-yet driver recovers, ready after the retry's scheduled start: 17.8 ms
+//   - in-process only: 206.4 ms
+//   - with the preflight: 412.4 ms
+//   - the preflight's cost beyond the child's own 200 ms init, pair by pair: 5.6 ms
+//   - with the child started cold at the first probe, not at UsePreflight: 424.7 ms
+//   - its cost, pair by pair: 19.1 ms
+//   - of which the least: the server's binary run with -h, from its start to its exit: 14.8 ms
+//   - after a not-yet driver recovers, ready after the retry's scheduled start: 22.3 ms
 //
 // A cold child's cost is mostly its start, and the machine sets it: the
 // server's binary, exec'd again, runs the Go runtime's start and every
