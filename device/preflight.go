@@ -92,11 +92,12 @@ type Preflight struct {
 	// of that moment. What a process reads only as it starts stays as it
 	// was: LD_LIBRARY_PATH and LD_PRELOAD (the dynamic loader's), GODEBUG
 	// and GOTRACEBACK, and what package inits read. It is one idle process
-	// until then. Shutdown kills it,
-	// and so does an initialization that ends without it; a Runtime dropped
-	// without Shutdown leaves it waiting until the process exits. Retries
-	// and other backends start cold children. A server whose probes start
-	// the initialization seconds after it starts keeps it idle that long.
+	// until then. Shutdown kills it, and so does an initialization that
+	// ends without it. A Runtime dropped without Shutdown leaves it waiting
+	// until the process exits. A child that died while it waited is
+	// replaced by a cold one. Retries and other backends start cold
+	// children. A server whose probes start the initialization seconds
+	// after it starts keeps it idle that long.
 	Prestart bool
 }
 
@@ -138,6 +139,10 @@ func (p Preflight) withDefaults() Preflight {
 // GPUINIT_PREFLIGHT, where set, overrides only what it names. "off" turns
 // the preflight off. A deadline replaces p.Deadline. "on" changes nothing. A
 // value that does not parse is an error here, naming the variable.
+//
+// With p.Prestart, and the preflight on, it starts the first child now. A
+// child that cannot start is no error here: Init starts it again, and
+// reports why it cannot. A second call ends the first call's child.
 func (r *Runtime) UsePreflight(p Preflight) error {
 	if r.closed() {
 		return ErrClosed
