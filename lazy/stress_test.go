@@ -185,17 +185,22 @@ func (h *hostileContext) Value(key any) any {
 
 func TestStress(t *testing.T) {
 	before := runtime.NumGoroutine()
-	for _, hostile := range []bool{false, true} {
-		for _, failure := range []string{"", "init", "callback", "panic"} {
-			t.Run(fmt.Sprintf("hostile=%v/failure=%q", hostile, failure), func(t *testing.T) {
-				ops := 10_000
-				if testing.Short() {
-					ops = 1_000
-				}
-				stressRun(t, 1, 8, ops, failure, hostile)
-			})
+	// The runs are independent, and side by side they use both cores of a
+	// small machine; the group returns once every run has.
+	t.Run("runs", func(t *testing.T) {
+		for _, hostile := range []bool{false, true} {
+			for _, failure := range []string{"", "init", "callback", "panic"} {
+				t.Run(fmt.Sprintf("hostile=%v/failure=%q", hostile, failure), func(t *testing.T) {
+					t.Parallel()
+					ops := 10_000
+					if testing.Short() {
+						ops = 1_000
+					}
+					stressRun(t, 1, 8, ops, failure, hostile)
+				})
+			}
 		}
-	}
+	})
 	// Every goroutine the Initializers started has ended.
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
