@@ -72,8 +72,8 @@ func TestRunWithNeverWaitsPastItsReapBound(t *testing.T) {
 	})
 	var started bool
 	start := time.Now()
-	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond,
-		Reap: 300 * time.Millisecond, Started: func() { started = true }})
+	r, err := RunWith(context.Background(), cmd, Limits{Timeout: 100 * time.Millisecond, Grace: 50 * time.Millisecond,
+		Reap: 150 * time.Millisecond, Started: func() { started = true }})
 	took := time.Since(start)
 	require.NoError(t, err)
 	assert.True(t, started, "Started ran")
@@ -95,12 +95,13 @@ func TestAnArmedTimeoutCountsFromTheChildsLine(t *testing.T) {
 		verdict Verdict
 		atLeast time.Duration
 	}{
-		{"a child slow to arm is timed from its line", "sleep 0.5; echo go-armed >&2; exec sleep 60",
-			Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond, Armed: "go-armed"}, Hang, 700 * time.Millisecond},
-		{"a line written in two pieces arms it", "sleep 0.5; printf go-ar >&2; printf 'med\\n' >&2; exec sleep 60",
-			Limits{Timeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond, Armed: "go-armed"}, Hang, 700 * time.Millisecond},
+		// Timed from its start, it would be killed at 150 ms, before its line.
+		{"a child slow to arm is timed from its line", "sleep 0.25; echo go-armed >&2; exec sleep 60",
+			Limits{Timeout: 100 * time.Millisecond, Grace: 50 * time.Millisecond, Armed: "go-armed"}, Hang, 350 * time.Millisecond},
+		{"a line written in two pieces arms it", "sleep 0.25; printf go-ar >&2; printf 'med\\n' >&2; exec sleep 60",
+			Limits{Timeout: 100 * time.Millisecond, Grace: 50 * time.Millisecond, Armed: "go-armed"}, Hang, 350 * time.Millisecond},
 		{"a child that never arms is hung at ArmBound", "exec sleep 60",
-			Limits{Timeout: time.Hour, Grace: 100 * time.Millisecond, Armed: "go-armed", ArmBound: 200 * time.Millisecond}, Hang, 200 * time.Millisecond},
+			Limits{Timeout: time.Hour, Grace: 50 * time.Millisecond, Armed: "go-armed", ArmBound: 100 * time.Millisecond}, Hang, 100 * time.Millisecond},
 		{"an armed child that exits is ok", "echo go-armed >&2; exit 0",
 			Limits{Timeout: time.Hour, Armed: "go-armed"}, OK, 0},
 	} {

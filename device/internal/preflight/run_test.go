@@ -33,9 +33,9 @@ func TestLastLinesKeepsTheTail(t *testing.T) {
 // hung: its deadline counts from its ArmedLine. The line is the parent's
 // marker, left out of the stderr Run reports.
 func TestTheDeadlineCountsFromTheCheck(t *testing.T) {
-	slowStart := "sleep 0.5; echo '" + ArmedLine + "' >&2; echo 'the driver said no' >&2; exit 3"
+	slowStart := "sleep 0.3; echo '" + ArmedLine + "' >&2; echo 'the driver said no' >&2; exit 3"
 	_, err := Run(context.Background(), Child{Command: []string{"sh", "-c", slowStart}, Backend: "cuda", Attempt: 1,
-		Deadline: 200 * time.Millisecond})
+		Deadline: 100 * time.Millisecond})
 	var na *NoAnswer
 	if !errors.As(err, &na) {
 		t.Fatalf("err = %v, want a *NoAnswer", err)
