@@ -131,7 +131,8 @@ func drawParams(r *http.Request) (ordinal, n int, err error) {
 func (s *server) drawFrom(ctx context.Context, ordinal, n int) (drawResult, error) {
 	// Wait for the GPU before taking the lock, so that a draw waits for a
 	// slow init no longer than its own request, not behind another's.
-	if !(s.rt.Stats().State == lazy.Ready) {
+	// Stats copies the runtime's state: read it only for a line that is logged.
+	if s.log.Enabled(ctx, slog.LevelDebug) && s.rt.Stats().State != lazy.Ready {
 		s.log.Debug("draw waits for the GPU's initialization", "device", ordinal)
 	}
 	err := s.rt.Init(ctx)

@@ -4,7 +4,9 @@
 // same binary, in Serve) checks the backend and writes the report. A child
 // that gives no answer (it hung past its deadline, crashed, panicked, or
 // exited without a report) becomes a *NoAnswer, which names how it died from
-// the Go runtime's own report on its stderr. It knows nothing of package
+// the Go runtime's own report on its stderr. A child started ahead
+// (Prestart) has EnvChild empty and reads its orders, the backend among
+// them, on descriptor 4 before it checks. It knows nothing of package
 // device's Runtime: device hands Serve the check to run.
 package preflight
 

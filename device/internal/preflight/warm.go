@@ -23,8 +23,7 @@ import (
 // would for a cold child. What a process reads only as it starts does not:
 // the dynamic loader's LD_LIBRARY_PATH and LD_PRELOAD, the Go runtime's
 // GODEBUG and GOTRACEBACK, and what package inits read. It never touches a
-// driver before its orders. EOF, with
-// no orders, makes it exit quietly.
+// driver before its orders. EOF, with no orders, makes it exit quietly.
 
 // ordersFD is a pre-started child's end of its orders pipe.
 const ordersFD = 4
