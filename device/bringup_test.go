@@ -2,6 +2,7 @@ package device_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -123,4 +124,77 @@ func TestPassedOverNeverListsTheChoice(t *testing.T) {
 	require.NoError(t, rt.Init(context.Background()))
 	assert.Equal(t, 2, rt.Stats().BringUp.Attempts, "802 once, then a device")
 	assert.Empty(t, rt.Stats().PassedOver, "sim is the choice")
+}
+
+func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
+	rt, c := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	t.Setenv(envChildDoes, "not-ready-times")
+	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+	t.Setenv(envChildTimes, "2")
+	require.NoError(t, rt.Init(context.Background()))
+	b := rt.Stats().BringUp
+	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
+	assert.Equal(t, device.ClassNotYet, b.LastClass)
+	assert.ErrorIs(t, b.LastErr, driver.ErrNotReady)
+	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
+}
+
+// TestRetriesBackOffDoublingUpToTheCap: the waits between children start at
+// Backoff and double up to MaxBackoff.
+func TestRetriesBackOffDoublingUpToTheCap(t *testing.T) {
+	rt, _ := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
+	t.Setenv(envChildDoes, "not-ready-times")
+	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+	t.Setenv(envChildTimes, "5")
+	waits := device.RecordRetryWaits(t)
+	require.NoError(t, rt.Init(context.Background()))
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms}, waits(),
+		"five children saw 802, each followed by a wait: doubling from Backoff, capped at MaxBackoff")
+	assert.Equal(t, 6, rt.Stats().BringUp.Attempts)
+}
+
+// TestANotYetThatNeverClearsFailsAsNotYet: children are retried until
+// RetryFor has passed, then the not-yet failure is final. The bring-up's
+// clock is made of its waits alone, so that how many children run follows
+// from the settings, not from how fast a loaded machine starts them.
+func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
+	rt, c := preflighted(t, false, device.Preflight{RetryFor: 100 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
+	waits := device.RetryClockOfWaits(t)
+	t.Setenv(sim.EnvFail, string(sim.NotReady))
+	err := rt.Init(context.Background())
+	require.ErrorIs(t, err, driver.ErrNotReady)
+	assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
+	assert.True(t, (device.ClassOf(err) != device.ClassNone))
+	assert.ErrorContains(t, err, "was still not ready after")
+	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
+	assert.ErrorContains(t, err, "retried for 100ms): cuInit failed: ", "the backend's name is said once, at the start")
+	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{20 * ms, 40 * ms, 40 * ms}, waits(), "waits while one more still ends within RetryFor")
+	assert.Equal(t, 4, rt.Stats().BringUp.Attempts, "a child after each wait")
+	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
+}
+
+// unloaded is a backend whose library only a preflight child loaded, so that
+// it cannot read the driver's version in this process (as cuda before its
+// first in-process load).
+type unloaded struct{ driver.Backend }
+
+func (unloaded) DriverVersion() (int, error) { return 0, errors.New("not loaded in this process") }
+
+func (u unloaded) Unwrap() driver.Backend { return u.Backend }
+
+func TestAFailedBackendStillReportsTheDriverVersionItsChildRead(t *testing.T) {
+	var g device.Registry
+	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return unloaded{sim.New()}, nil }})
+	rt := openIn(t, &g, "sim")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+	t.Setenv("GPUINIT_PREFLIGHT", "")
+	t.Setenv(sim.EnvFail, string(sim.NoDevice))
+	require.ErrorIs(t, rt.Init(context.Background()), device.ErrNoDevice)
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the failure was the child's")
+	v, err := rt.DriverVersion()
+	require.NoError(t, err, "the version the child read before the driver said no device")
+	assert.Equal(t, sim.DriverVersion, v)
 }

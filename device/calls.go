@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
-	"github.com/gpuinit/gpuinit/device/internal/watch"
-	"github.com/gpuinit/gpuinit/lazy"
 )
 
 // DefaultCallDeadline is how long a call into a device's driver may run
@@ -60,26 +55,6 @@ func (r *Runtime) callDeadlineNow() time.Duration {
 		return time.Duration(d)
 	}
 	return DefaultCallDeadline
-}
-
-// startWatching starts the call watch over n devices, once the
-// initialization has found them. The watch may start off; SetCallDeadline
-// can turn it on later. The Runtime owns the watch, and Shutdown stops it.
-func (r *Runtime) startWatching(n int) {
-	if r.closed() {
-		return
-	}
-	w := watch.NewCallWatch(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
-	if !r.calls.CompareAndSwap(nil, w) {
-		w.Close()
-		return
-	}
-	// A SetCallDeadline between the read above and the store saw no watch:
-	// read again now that it can see this one.
-	w.SetDeadline(r.callDeadlineNow())
-	if r.closed() { // Shutdown ran meanwhile and may have missed w
-		w.Close()
-	}
 }
 
 // hung loses a device whose call has run past the deadline.
@@ -265,51 +240,58 @@ func (r *Runtime) Canary(ctx context.Context, ordinal int) error {
 	return err
 }
 
-// maxFailedCalls bounds the queued calls' failures a Runtime keeps. It keeps
-// the first ones, which say the most, and counts the rest.
-const maxFailedCalls = 16
-
-// failedCalls are the failures of calls queued before initialization. Each
-// is its own call's (see LazyCall). They are published for Stats without a
-// lock.
-type failedCalls struct {
-	mu      sync.Mutex // serializes add
-	kept    atomic.Pointer[[]*lazy.DeferredError]
-	dropped atomic.Int64
+// Memory initializes on first use and reports device ordinal's free and
+// total memory in bytes, read live. It also says where the figures came
+// from ([driver.MemorySource]). It never creates a context and never
+// allocates device memory.
+//
+// CUDA reads NVML, or the driver where the device's primary context is
+// already active. A MIG instance reads its own slice, by its UUID. HIP reads
+// amdgpu's sysfs VRAM counters. For an APU it reads the GTT pool, or the
+// host's MemAvailable and MemTotal where those bind. A GPU that shares the
+// host's memory (Jetson, GB10) reports the host's MemAvailable and MemTotal.
+// NVML reports the host's RAM as its free memory there, or nothing, and
+// cudaMemGetInfo tracks MemFree, which the page cache eats. While CUDA's
+// integrated attribute cannot be read, such a GPU's memory is unknown.
+// Where no source gives a true figure, the error wraps [ErrNotSupported] and
+// says why. The answer is "unknown", never a wrong number.
+//
+// A lost device's read is refused with its [LostDevice], which wraps
+// [ErrDeviceLost], without a call into the driver. Memory is safe for
+// concurrent use. Only the first call per device allocates. The backend's
+// read runs under the call deadline, as Do's function does. A read that
+// panics releases its watch as it unwinds.
+// A nil ctx panics, naming Memory.
+func (r *Runtime) Memory(ctx context.Context, ordinal int) (driver.Memory, error) {
+	nilContext(ctx, "Memory")
+	return r.memory(ctx, ordinal)
 }
 
-// add records one failure. lazy calls it on the initialization's goroutine.
-func (f *failedCalls) add(d *lazy.DeferredError) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var kept []*lazy.DeferredError
-	if p := f.kept.Load(); p != nil {
-		kept = *p
+func (r *Runtime) memory(ctx context.Context, ordinal int) (driver.Memory, error) {
+	if err := r.Init(ctx); err != nil {
+		return driver.Memory{}, err
 	}
-	if len(kept) == maxFailedCalls {
-		f.dropped.Add(1)
-		return
+	if err := r.checkOrdinal(ordinal); err != nil {
+		return driver.Memory{}, err
 	}
-	next := append(kept[:len(kept):len(kept)], d)
-	f.kept.Store(&next)
-}
-
-// snapshot is what add has kept, shared, and how many more failed.
-func (f *failedCalls) snapshot() ([]*lazy.DeferredError, int) {
-	var kept []*lazy.DeferredError
-	if p := f.kept.Load(); p != nil {
-		kept = *p
+	b := r.Backend()
+	read := func() (driver.Memory, error) {
+		if mr, ok := driver.Capability[driver.MemoryReader](b); ok {
+			return mr.ReadMemory(ordinal)
+		}
+		mr, ok := driver.Capability[driver.MemoryReporter](b)
+		if !ok {
+			return driver.Memory{}, fmt.Errorf("device: backend %s cannot read free memory: %w", r.Name(), ErrNotSupported)
+		}
+		free, total, err := mr.MemoryInfo(ordinal)
+		return driver.Memory{Free: free, Total: total}, err
 	}
-	return kept, int(f.dropped.Load())
-}
-
-// queuedCallFailed records a queued call's failure, and logs it with the
-// call site through the Runtime's logger: its caller was never told, since
-// LazyCall had returned nil when it queued it. lazy calls it on the
-// initialization's goroutine.
-func (r *Runtime) queuedCallFailed(d *lazy.DeferredError) {
-	r.failedCalls.add(d)
-	slog.New(runtimeHandler{r}).LogAttrs(context.Background(), slog.LevelWarn,
-		"gpuinit: a call queued before initialization failed when it ran; the initialization and the other calls went on",
-		slog.String("backend", r.Name()), slog.String("site", d.Site), slog.Any("err", d.Err))
+	// As with Do's function, a lost device refuses the read. The slot is
+	// released however the read ends, a panic included.
+	var m driver.Memory
+	err := r.watched(ordinal, &opMemoryInfo, func() (err error) {
+		m, err = read()
+		return err
+	})
+	return m, err
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/gpuinit/gpuinit/device/devicetest"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/driver"
@@ -162,4 +165,44 @@ func TestNotReadyIsNotYetWhateverTheHostShows(t *testing.T) {
 		Open:    func() (driver.Backend, error) { return fakeGPU{sim.New(sim.WithFailure(sim.NotReady)), "gpu"}, nil }})
 	err := openIn(t, &g, "gpu").Init(context.Background())
 	assert.Equal(t, device.ClassNotYet, device.ClassOf(err), "%v", err)
+}
+
+func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
+	for _, present := range []bool{false, true} {
+		t.Run(fmt.Sprint("device nodes: ", present), func(t *testing.T) {
+			rt, _ := preflighted(t, present, device.Preflight{RetryFor: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+			device.RetryClockOfWaits(t) // one wait, then a second child, however slow they are
+			t.Setenv(sim.EnvFail, string(sim.NoDevice))
+			err := rt.Init(context.Background())
+			require.ErrorIs(t, err, device.ErrNoDevice)
+			if !present {
+				assert.Equal(t, device.ClassNoGPUHere, device.ClassOf(err))
+				assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "no GPU here: not retried")
+				return
+			}
+			assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
+			assert.Greater(t, rt.Stats().BringUp.Attempts, 1)
+			assert.ErrorContains(t, err, "/dev/fakegpu0 exists")
+		})
+	}
+}
+
+// TestAChildWithoutTheBackendIsNeverTakenAsNoGPU: a backend this process
+// has, in a registry of its own, that the default child's DefaultRegistry
+// lacks, gets "not compiled" from the child; the parent refuses that answer
+// as the truth about the host, and says what to do.
+func TestAChildWithoutTheBackendIsNeverTakenAsNoGPU(t *testing.T) {
+	var g device.Registry
+	c := &devicetest.Counting{Backend: fakeGPU{sim.New(), "gpu2"}}
+	g.Register(driver.Registration{Name: "gpu2", GPU: true, Open: func() (driver.Backend, error) { return c, nil }})
+	rt := openIn(t, &g, "gpu2")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+	t.Setenv("GPUINIT_PREFLIGHT", "")
+	err := rt.Init(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err), "%v", err)
+	assert.NotErrorIs(t, err, device.ErrNotCompiled)
+	assert.ErrorContains(t, err, "the preflight child has no gpu2 backend, which this process has")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the child's answer is not retried")
+	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
 }

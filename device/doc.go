@@ -363,38 +363,38 @@
 //
 // # How a device comes up
 //
-// The walk from [Open] to a ready device, and the file of each step:
+// The walk from [Open] to a ready device stays in five files (registry.go,
+// runtime.go, init.go, bringup.go, preflight.go), over lazy and
+// device/internal/preflight:
 //  1. [Open] (registry.go) finds the name and opens its backend once per
 //     [Registry], touching no driver. newRuntime (runtime.go) makes the
 //     [Runtime], whose lazy.Initializer will run initialize.
 //  2. The first [Runtime.Init], [Runtime.Start] or device call (init.go) runs
-//     initialize through lazy, once. It counts itself in the closing state
-//     (shutdown.go), so that [Runtime.Shutdown] can wait for it or name it.
+//     initialize through lazy, once, counted in the closing state so that
+//     [Runtime.Shutdown] can wait for it or name it.
 //  3. bringUpFirst (bringup.go) starts a bringup, the initialization's state
-//     machine: it reads the settings (the floors, the preflight,
-//     GPUINIT_PREFLIGHT) and the visibility variables, then runs. Each step is
-//     a method that publishes its phase ([BringUp], in [Stats]).
+//     machine. It reads the settings (readSettings, init.go) and the
+//     visibility variables, then runs. Each step is a method that publishes
+//     its phase ([BringUp], in [Stats]).
 //  4. bringup.try runs the preflight child first where it is on
-//     (checkInChild; runPreflight, preflight_run.go, through
-//     device/internal/preflight; the child runs [ServePreflight]), then the
-//     backend's Init in this process, the driver floor (floor.go) and the
-//     device query.
-//  5. bringup.fail gives a failure its class (class.go). A not-yet failure
-//     seen in the child is tried again in a fresh child after bringup.wait,
-//     with backoff, until RetryFor has passed. Otherwise bringup.finalError
-//     is memoized as the initialization's error. It is one error type,
-//     failure (errors.go), with the class and the host's evidence: over
-//     the backend's error, or over auto's [NoBackendError] of each
-//     backend's failure. Init returns it, and errors.As finds lazy's
-//     InitError in it. The driver's error is at most three layers down.
-//  6. On success, bringup.ready calls watchAfterInit (init.go). It starts the
-//     call deadline (calls.go) and the health watch (health.go), both from
-//     device/internal/watch.
-//  7. lazy runs the calls queued by [Runtime.LazyCall], in call order and under
-//     no lock; a failure is recorded with its site (calls.go). The device is ready.
+//     (runPreflight, preflight.go, through device/internal/preflight; the
+//     child runs [ServePreflight]). Then it runs the backend's Init in this
+//     process, the driver floor (checkDriverFloor, init.go) and the device
+//     query. A not-yet failure seen in the child is tried again in a fresh
+//     child after bringup.wait, with backoff, until RetryFor has passed.
+//  5. On success, bringup.ready calls watchAfterInit (init.go). It starts the
+//     call deadline and the health watch, both from device/internal/watch.
+//  6. lazy runs the calls queued by [Runtime.LazyCall], in call order and
+//     under no lock. A failure is recorded with its site (queuedCallFailed,
+//     init.go). The device is ready.
 //
-// # Inside
+// A failure leaves the walk at bringup.fail, which gives it its class
+// (class.go). bringup.finalError builds the one error (failure, errors.go)
+// that lazy memoizes. It carries the class and the host's evidence, over the
+// backend's error or auto's [NoBackendError]. errors.As finds lazy's
+// InitError in it. The driver's error is at most three layers down.
 //
-// Who imports whom within the module, and what each internal package holds,
-// is for maintainers: docs/INSIDE.md in the repository.
+// The other files: shutdown.go, calls.go ([Runtime.Do] and what runs after
+// init), health.go (health, losses), stats.go, inventory.go and env.go (the
+// variables). docs/INSIDE.md says who imports whom in the module.
 package device

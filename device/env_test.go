@@ -1,8 +1,11 @@
 package device_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpuinit/gpuinit/device"
@@ -102,4 +105,76 @@ func TestSettingsListEveryVariableOnce(t *testing.T) {
 	assert.Equal(t, []string{"GPUINIT_BACKEND", "GPUINIT_PREFLIGHT", "GPUINIT_DEV_ROOT", "GPUINIT_SYSFS_ROOT", "GPUINIT_PROC_ROOT",
 		"GPUINIT_GPU_KNOB", "GPUINIT_SIM_DEVICES", "GPUINIT_SIM_INIT_DELAY", "GPUINIT_SIM_FAIL"}, names)
 	require.NotEmpty(t, names)
+}
+
+func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		env      string
+		use      bool // UsePreflight in the code
+		attempts int
+		err      string
+	}{
+		{"off", true, 0, ""},
+		{"0", true, 0, ""},
+		{"on", false, 1, ""},
+		{"20s", false, 1, ""},
+		{"", true, 1, ""},
+		{"", false, 0, ""},
+		{"soon", true, 0, `GPUINIT_PREFLIGHT="soon": want a deadline`},
+		{"-1s", false, 0, `GPUINIT_PREFLIGHT="-1s": want a deadline`},
+	} {
+		t.Run(fmt.Sprintf("%q use=%v", tc.env, tc.use), func(t *testing.T) {
+			var g device.Registry
+			g.Register(simRegistration(newSim))
+			rt := openIn(t, &g, "sim")
+			if tc.use {
+				require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+			}
+			t.Setenv("GPUINIT_PREFLIGHT", tc.env)
+			if !tc.use {
+				// The default child is this executable, which serves the
+				// preflight from TestMain.
+				t.Setenv("GPUINIT_PREFLIGHT", tc.env)
+			}
+			err := rt.Init(context.Background())
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.attempts, rt.Stats().BringUp.Attempts)
+			assert.Equal(t, tc.attempts > 0, rt.Stats().BringUp.Preflight)
+			assert.ErrorContains(t, rt.UsePreflight(device.Preflight{}), "call it before the first Init")
+		})
+	}
+}
+
+// TestTheVariableOverridesOnlyWhatItNames: GPUINIT_PREFLIGHT's deadline or
+// "on" keeps the code's other settings: RetryFor -1 ("never retry") stays,
+// so a not-yet child is tried once, not for the default five minutes.
+func TestTheVariableOverridesOnlyWhatItNames(t *testing.T) {
+	for _, env := range []string{"2s", "on", ""} {
+		t.Run(fmt.Sprintf("%q", env), func(t *testing.T) {
+			rt, _ := preflighted(t, false, device.Preflight{RetryFor: -1})
+			t.Setenv(envChildDoes, "not-ready-times")
+			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
+			t.Setenv(envChildTimes, "100")
+			t.Setenv("GPUINIT_PREFLIGHT", env)
+			waits := device.RecordRetryWaits(t)
+			err := rt.Init(context.Background())
+			assert.ErrorIs(t, err, driver.ErrNotReady)
+			assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "RetryFor -1: one child, never a retry")
+			assert.Empty(t, waits())
+		})
+	}
+}
+
+func TestABadPreflightVariableIsAnErrorOfUsePreflight(t *testing.T) {
+	var g device.Registry
+	g.Register(simRegistration(newSim))
+	rt := openIn(t, &g, "sim")
+	t.Setenv("GPUINIT_PREFLIGHT", "bogus")
+	err := rt.UsePreflight(device.Preflight{})
+	assert.ErrorContains(t, err, `GPUINIT_PREFLIGHT="bogus"`)
 }

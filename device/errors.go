@@ -2,9 +2,13 @@ package device
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device/driver"
+	"github.com/gpuinit/gpuinit/device/internal/preflight"
+
 	"github.com/gpuinit/gpuinit/lazy"
 )
 
@@ -216,3 +220,83 @@ func (f *failure) As(target any) bool {
 // Evidence is what the host showed that decided the class, or "". The
 // health status reads it through errors.As with an interface.
 func (f *failure) Evidence() string { return f.evidence }
+
+// PreflightError is a preflight child that gave no answer. It hung past its
+// deadline, crashed, panicked, or exited without a report. A hung one matches
+// [driver.ErrInitHung] with errors.Is.
+type PreflightError struct {
+	Backend string        // the backend it checked
+	Command string        // the program run
+	Attempt int           // which preflight child of this Runtime's, from 1
+	Took    time.Duration // from its start to its end, or to giving up on it
+	// Hung means it was still running at the deadline. Its Stacks then name
+	// the driver call it was stuck in (Call), unless it was stuck too deep
+	// to print them. Unkillable means it was still there after SIGKILL,
+	// stuck in the kernel. It is left to the kernel; nothing waits for it.
+	Hung, Unkillable bool
+	Call             string // the driver call the stacks show, such as "cuInit"
+	Stacks           string // gpuinit's goroutines of its dump
+	Signal           string // the signal that ended it, such as "SIGSEGV"
+	ExitCode         int    // its exit status; -1 when a signal ended it
+	Stderr           string // the tail of its stderr
+	NoReport         bool   // it exited without a report: it does not serve the preflight
+	// Report is the Go runtime's own account of the child's death, before
+	// its stacks: "panic: ..." (Panicked), "fatal error: ...", or "SIGSEGV:
+	// segmentation violation" and what follows. Frame is the frame that
+	// panicked or crashed, below the runtime's own. Its file is named as
+	// -trimpath would, never by the build machine's path:
+	// "sim.(*Backend).Init at github.com/gpuinit/gpuinit/device/sim/sim.go:188".
+	Report   string
+	Panicked bool
+	Frame    string
+}
+
+// Error says what the child did. It names the call it hung or crashed in,
+// the signal that ended it, or the panic and the frame that panicked.
+func (e *PreflightError) Error() string {
+	what := fmt.Sprintf("device: %s: preflight child %d (%s)", e.Backend, e.Attempt, e.Command)
+	switch {
+	case e.Hung && e.Unkillable:
+		what += fmt.Sprintf(" hung for %s, and could not be killed: it is stuck in the kernel driver", e.Took.Round(time.Millisecond))
+	case e.Hung:
+		what += fmt.Sprintf(" hung: no answer within %s", e.Took.Round(time.Millisecond))
+	case e.Panicked:
+		if e.Frame != "" {
+			what += " panicked in " + e.Frame
+		} else {
+			what += " panicked"
+		}
+		return what + ": " + e.Report
+	case e.NoReport:
+		what += fmt.Sprintf(" exited with status %d without a report: is it a program that serves the preflight (imports device/backends, or calls device.ServePreflight)?", e.ExitCode)
+	case e.Signal != "":
+		what += " crashed with " + e.Signal
+	default:
+		what += fmt.Sprintf(" exited with status %d without a report", e.ExitCode)
+	}
+	if e.Call != "" {
+		what += ", in " + e.Call
+	} else if e.Frame != "" && !e.Hung {
+		what += ", in " + e.Frame
+	}
+	switch {
+	case e.Hung: // its Stacks say where
+	case e.Report != "":
+		what += ": " + e.Report
+	default: // not the Go runtime's words: the driver's own, or another program's
+		if tail := preflight.LastLines(e.Stderr, 3); tail != "" {
+			what += ": " + tail
+		}
+	}
+	return what
+}
+
+// Is reports driver.ErrInitHung for a child that hung.
+func (e *PreflightError) Is(target error) bool { return e.Hung && target == driver.ErrInitHung }
+
+// Crashed reports whether the child crashed: a signal ended it, or it
+// reported a fatal signal of its own, as a Go child does for a fault or an
+// abort in C code (and exits with status 2). A Go panic is not a crash,
+// even where GOTRACEBACK=crash ends it with SIGABRT: code that ran in the
+// child panicked (see the class table).
+func (e *PreflightError) Crashed() bool { return e.Signal != "" && !e.Panicked }

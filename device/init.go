@@ -2,9 +2,13 @@ package device
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/preflight"
@@ -153,6 +157,26 @@ func (r *Runtime) watchAfterInit(b driver.Backend, n int) {
 	}
 }
 
+// startWatching starts the call watch over n devices, once the
+// initialization has found them. The watch may start off; SetCallDeadline
+// can turn it on later. The Runtime owns the watch, and Shutdown stops it.
+func (r *Runtime) startWatching(n int) {
+	if r.closed() {
+		return
+	}
+	w := watch.NewCallWatch(n, r.callDeadlineNow(), r.hung, func(int) { r.republish() })
+	if !r.calls.CompareAndSwap(nil, w) {
+		w.Close()
+		return
+	}
+	// A SetCallDeadline between the read above and the store saw no watch:
+	// read again now that it can see this one.
+	w.SetDeadline(r.callDeadlineNow())
+	if r.closed() { // Shutdown ran meanwhile and may have missed w
+		w.Close()
+	}
+}
+
 // settings is what a Runtime is told before its first Init. That is the
 // driver floors (RequireDriverVersion) and the preflight (UsePreflight).
 type settings struct {
@@ -190,4 +214,118 @@ func (r *Runtime) endWarm(ctx context.Context) (abandoned bool) {
 	r.settings.warm = nil
 	r.settings.mu.Unlock()
 	return w != nil && w.Close(ctx) != nil
+}
+
+// RequireDriverVersion raises the oldest version of backend's driver this
+// Runtime accepts to version. It is for a server whose own engine's runtime
+// needs more than the backend does. The version is in that backend's own
+// numbering: for CUDA, 12040 is 12.4; for HIP, it is hipDriverGetVersion's.
+// backend must be one the Runtime can initialize: its own, or one of auto's
+// candidates. version must be positive. Anything else is refused with an
+// error, since it would never apply.
+//
+// The floor is checked after the backend's Init, for every Runtime, whichever
+// first initialized the process's driver. Under auto, a candidate below it is
+// passed over like one that failed. A named backend fails with an error
+// wrapping [ErrDriverMismatch] that names both versions.
+//
+// RequireDriverVersion must be called before the first Init. Once
+// initialization has read the floors, it changes nothing and returns an
+// error. After Shutdown it returns [ErrClosed].
+func (r *Runtime) RequireDriverVersion(backend string, version int) error {
+	if !slices.ContainsFunc(r.candidates, func(reg driver.Registration) bool { return reg.Name == backend }) {
+		names := make([]string, len(r.candidates))
+		for i, reg := range r.candidates {
+			names[i] = fmt.Sprintf("%q", reg.Name)
+		}
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d): the %s runtime initializes only %s, so that floor would never apply",
+			backend, version, r.Name(), strings.Join(names, " or "))
+	}
+	if version <= 0 {
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d): want a positive version in the %s driver's numbering (CUDA: 12040 for 12.4)",
+			backend, version, backend)
+	}
+	if r.closed() {
+		return ErrClosed
+	}
+	r.settings.mu.Lock()
+	defer r.settings.mu.Unlock()
+	if r.settings.read {
+		return fmt.Errorf("device: RequireDriverVersion(%q, %d) on a runtime that has started initializing: call it before the first Init", backend, version)
+	}
+	if r.settings.floors == nil {
+		r.settings.floors = map[string]int{}
+	}
+	r.settings.floors[backend] = max(r.settings.floors[backend], version)
+	return nil
+}
+
+// checkDriverFloor applies the floor need (0: none) to b, which Init has
+// initialized. Backends check their own floor before initializing the
+// driver. But they initialize once per process, so a second Runtime's floor
+// could reach no check there. This check holds for every Runtime and
+// backend.
+func checkDriverFloor(b driver.Backend, name string, need int) error {
+	if need == 0 {
+		return nil
+	}
+	v, err := b.DriverVersion()
+	if err != nil {
+		return fmt.Errorf("device: checking the %s driver against RequireDriverVersion(%d): %w", name, need, err)
+	}
+	if v < need {
+		return &DriverError{Backend: name, Op: "DriverVersion", Sentinel: driver.ErrDriverTooOld,
+			Message: fmt.Sprintf("the driver reports %d, this runtime requires %d (RequireDriverVersion)", v, need),
+			Hint:    "upgrade the driver, or lower the version passed to RequireDriverVersion"}
+	}
+	return nil
+}
+
+// maxFailedCalls bounds the queued calls' failures a Runtime keeps. It keeps
+// the first ones, which say the most, and counts the rest.
+const maxFailedCalls = 16
+
+// failedCalls are the failures of calls queued before initialization. Each
+// is its own call's (see LazyCall). They are published for Stats without a
+// lock.
+type failedCalls struct {
+	mu      sync.Mutex // serializes add
+	kept    atomic.Pointer[[]*lazy.DeferredError]
+	dropped atomic.Int64
+}
+
+// add records one failure. lazy calls it on the initialization's goroutine.
+func (f *failedCalls) add(d *lazy.DeferredError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	if len(kept) == maxFailedCalls {
+		f.dropped.Add(1)
+		return
+	}
+	next := append(kept[:len(kept):len(kept)], d)
+	f.kept.Store(&next)
+}
+
+// snapshot is what add has kept, shared, and how many more failed.
+func (f *failedCalls) snapshot() ([]*lazy.DeferredError, int) {
+	var kept []*lazy.DeferredError
+	if p := f.kept.Load(); p != nil {
+		kept = *p
+	}
+	return kept, int(f.dropped.Load())
+}
+
+// queuedCallFailed records a queued call's failure, and logs it with the
+// call site through the Runtime's logger: its caller was never told, since
+// LazyCall had returned nil when it queued it. lazy calls it on the
+// initialization's goroutine.
+func (r *Runtime) queuedCallFailed(d *lazy.DeferredError) {
+	r.failedCalls.add(d)
+	slog.New(runtimeHandler{r}).LogAttrs(context.Background(), slog.LevelWarn,
+		"gpuinit: a call queued before initialization failed when it ran; the initialization and the other calls went on",
+		slog.String("backend", r.Name()), slog.String("site", d.Site), slog.Any("err", d.Err))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuinit/gpuinit/device/driver"
 	"github.com/gpuinit/gpuinit/device/internal/preflight"
 )
 
@@ -223,4 +224,98 @@ func preflightFromEnv(p *Preflight) (*Preflight, error) {
 	}
 	on := base.withDefaults()
 	return &on, nil
+}
+
+// runPreflight runs one preflight child for reg and returns what it found.
+// That is its report, the *PreflightError of a child that gave no answer, or
+// the error the child's driver returned, rebuilt. It never waits for the
+// child longer than p.Deadline and the preflight's bounds. It uses warm,
+// where not nil, if it was started for these settings, and ends it
+// otherwise.
+func runPreflight(ctx context.Context, p Preflight, reg driver.Registration, attempt int, warm *preflight.Warm) (preflight.Report, error) {
+	c := childOf(p, reg.Name, attempt)
+	var rep preflight.Report
+	var err error
+	switch {
+	case warm != nil && warm.Matches(c):
+		rep, err = warm.Run(ctx, c)
+	default:
+		if warm != nil { // GPUINIT_PREFLIGHT changed its deadline since
+			closeWarm(warm)
+		}
+		rep, err = preflight.Run(ctx, c)
+	}
+	var na *preflight.NoAnswer
+	switch {
+	case err == nil:
+		return rep, nil
+	case errors.As(err, &na):
+		pe := PreflightError(*na) // the same fields: see preflight.NoAnswer
+		return rep, &pe
+	case rep.Schema != "": // the child answered with its driver's failure: return it as it said it
+		return rep, err
+	case ctx.Err() != nil:
+		return rep, ctx.Err()
+	}
+	return rep, fmt.Errorf("device: %s: preflight child %d: %w", reg.Name, attempt, err)
+}
+
+// ServePreflight makes this process a preflight child if it was started as
+// one. It runs the backend's Init and device query, writes what happened to
+// the pipe the parent gave it, and exits. Otherwise it returns at once,
+// doing nothing.
+//
+// Package device/backends calls it from its init function. A server that
+// imports that package needs no code of its own. A server that registers its
+// backends another way calls it first thing in main, after its backends'
+// packages have registered them. The child serves DefaultRegistry's
+// backends.
+func ServePreflight() {
+	preflight.Serve(func(name string) preflight.Report { return checkBackend(DefaultRegistry, name) })
+}
+
+// checkBackend is the child's work. It opens the backend from g, Inits it,
+// and reads its devices.
+func checkBackend(g *Registry, name string) preflight.Report {
+	rep := preflight.NewReport(name)
+	var b driver.Backend
+	fail := func(err error) preflight.Report {
+		rep.Error = preflight.ErrorOf(err)
+		if b != nil && rep.DriverVersion == 0 {
+			// A driver that loaded but failed may still say its version.
+			// The parent puts it in its account of the failure.
+			rep.DriverVersion, _ = b.DriverVersion()
+		}
+		return rep
+	}
+	reg, ok := g.lookup(name)
+	if !ok || reg.Open == nil {
+		// The parent has the backend; this program does not. Whatever the
+		// name, it is never "unknown": the parent knows it.
+		return fail(fmt.Errorf("device: the preflight child has no %s backend: %w", name, ErrNotCompiled))
+	}
+	opened, err := g.openBackend(reg)
+	if err != nil {
+		return fail(err)
+	}
+	b = opened
+	if err := b.Init(context.Background()); err != nil {
+		return fail(err)
+	}
+	rep.DriverVersion, _ = b.DriverVersion()
+	n, err := b.Count()
+	if err != nil {
+		return fail(err)
+	}
+	if n <= 0 {
+		return fail(fmt.Errorf("device: %s: the driver initialized but reports %d devices: %w", name, n, ErrNoDevice))
+	}
+	for i := range n {
+		info, err := b.Device(i)
+		if err != nil {
+			return fail(err)
+		}
+		rep.Devices = append(rep.Devices, info.Name)
+	}
+	return rep
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -128,78 +130,6 @@ func TestAChildRunsWithOneP(t *testing.T) {
 	assert.Equal(t, "1", string(b))
 }
 
-func TestNotYetIsRetriedInFreshChildrenUntilItClears(t *testing.T) {
-	rt, c := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
-	t.Setenv(envChildDoes, "not-ready-times")
-	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
-	t.Setenv(envChildTimes, "2")
-	require.NoError(t, rt.Init(context.Background()))
-	b := rt.Stats().BringUp
-	assert.Equal(t, 3, b.Attempts, "two children saw 802, the third a device")
-	assert.Equal(t, device.ClassNotYet, b.LastClass)
-	assert.ErrorIs(t, b.LastErr, driver.ErrNotReady)
-	assert.Equal(t, int64(1), c.Calls().Init, "no in-process init until a child succeeded")
-}
-
-// TestRetriesBackOffDoublingUpToTheCap: the waits between children start at
-// Backoff and double up to MaxBackoff.
-func TestRetriesBackOffDoublingUpToTheCap(t *testing.T) {
-	rt, _ := preflighted(t, false, device.Preflight{Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
-	t.Setenv(envChildDoes, "not-ready-times")
-	t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
-	t.Setenv(envChildTimes, "5")
-	waits := device.RecordRetryWaits(t)
-	require.NoError(t, rt.Init(context.Background()))
-	ms := time.Millisecond
-	assert.Equal(t, []time.Duration{10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms}, waits(),
-		"five children saw 802, each followed by a wait: doubling from Backoff, capped at MaxBackoff")
-	assert.Equal(t, 6, rt.Stats().BringUp.Attempts)
-}
-
-// TestANotYetThatNeverClearsFailsAsNotYet: children are retried until
-// RetryFor has passed, then the not-yet failure is final. The bring-up's
-// clock is made of its waits alone, so that how many children run follows
-// from the settings, not from how fast a loaded machine starts them.
-func TestANotYetThatNeverClearsFailsAsNotYet(t *testing.T) {
-	rt, c := preflighted(t, false, device.Preflight{RetryFor: 100 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
-	waits := device.RetryClockOfWaits(t)
-	t.Setenv(sim.EnvFail, string(sim.NotReady))
-	err := rt.Init(context.Background())
-	require.ErrorIs(t, err, driver.ErrNotReady)
-	assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
-	assert.True(t, (device.ClassOf(err) != device.ClassNone))
-	assert.ErrorContains(t, err, "was still not ready after")
-	assert.ErrorContains(t, err, "CUDA_ERROR_SYSTEM_NOT_READY (802)")
-	assert.ErrorContains(t, err, "retried for 100ms): cuInit failed: ", "the backend's name is said once, at the start")
-	assert.GreaterOrEqual(t, rt.Stats().BringUp.Attempts, 2)
-	ms := time.Millisecond
-	assert.Equal(t, []time.Duration{20 * ms, 40 * ms, 40 * ms}, waits(), "waits while one more still ends within RetryFor")
-	assert.Equal(t, 4, rt.Stats().BringUp.Attempts, "a child after each wait")
-	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
-}
-
-// unloaded is a backend whose library only a preflight child loaded, so that
-// it cannot read the driver's version in this process (as cuda before its
-// first in-process load).
-type unloaded struct{ driver.Backend }
-
-func (unloaded) DriverVersion() (int, error) { return 0, errors.New("not loaded in this process") }
-func (u unloaded) Unwrap() driver.Backend    { return u.Backend }
-
-func TestAFailedBackendStillReportsTheDriverVersionItsChildRead(t *testing.T) {
-	var g device.Registry
-	g.Register(driver.Registration{Name: "sim", Open: func() (driver.Backend, error) { return unloaded{sim.New()}, nil }})
-	rt := openIn(t, &g, "sim")
-	require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-	t.Setenv("GPUINIT_PREFLIGHT", "")
-	t.Setenv(sim.EnvFail, string(sim.NoDevice))
-	require.ErrorIs(t, rt.Init(context.Background()), device.ErrNoDevice)
-	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "the failure was the child's")
-	v, err := rt.DriverVersion()
-	require.NoError(t, err, "the version the child read before the driver said no device")
-	assert.Equal(t, sim.DriverVersion, v)
-}
-
 func TestAChildThatGivesNoAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		does     string
@@ -294,26 +224,6 @@ func TestAPanicInTheDriversInitIsNamedByItsLineAndFrame(t *testing.T) {
 	assert.Zero(t, c.Calls().Init, "the driver was never initialized in this process")
 }
 
-func TestNoDeviceIsNotYetOnlyWhereTheDeviceNodesExist(t *testing.T) {
-	for _, present := range []bool{false, true} {
-		t.Run(fmt.Sprint("device nodes: ", present), func(t *testing.T) {
-			rt, _ := preflighted(t, present, device.Preflight{RetryFor: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
-			device.RetryClockOfWaits(t) // one wait, then a second child, however slow they are
-			t.Setenv(sim.EnvFail, string(sim.NoDevice))
-			err := rt.Init(context.Background())
-			require.ErrorIs(t, err, device.ErrNoDevice)
-			if !present {
-				assert.Equal(t, device.ClassNoGPUHere, device.ClassOf(err))
-				assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "no GPU here: not retried")
-				return
-			}
-			assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
-			assert.Greater(t, rt.Stats().BringUp.Attempts, 1)
-			assert.ErrorContains(t, err, "/dev/fakegpu0 exists")
-		})
-	}
-}
-
 // initializedAlready is a backend whose driver a cgo engine brought up first.
 type initializedAlready struct{ driver.Backend }
 
@@ -327,78 +237,6 @@ func TestThePreflightIsSkippedWhereTheDriverIsInitializedAlready(t *testing.T) {
 	t.Setenv("GPUINIT_PREFLIGHT", "")
 	require.NoError(t, rt.Init(context.Background()), "no child was started: its command does not exist")
 	assert.Zero(t, rt.Stats().BringUp.Attempts)
-}
-
-func TestGPUINIT_PREFLIGHTOverridesTheCode(t *testing.T) {
-	for _, tc := range []struct {
-		env      string
-		use      bool // UsePreflight in the code
-		attempts int
-		err      string
-	}{
-		{"off", true, 0, ""},
-		{"0", true, 0, ""},
-		{"on", false, 1, ""},
-		{"20s", false, 1, ""},
-		{"", true, 1, ""},
-		{"", false, 0, ""},
-		{"soon", true, 0, `GPUINIT_PREFLIGHT="soon": want a deadline`},
-		{"-1s", false, 0, `GPUINIT_PREFLIGHT="-1s": want a deadline`},
-	} {
-		t.Run(fmt.Sprintf("%q use=%v", tc.env, tc.use), func(t *testing.T) {
-			var g device.Registry
-			g.Register(simRegistration(newSim))
-			rt := openIn(t, &g, "sim")
-			if tc.use {
-				require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
-			}
-			t.Setenv("GPUINIT_PREFLIGHT", tc.env)
-			if !tc.use {
-				// The default child is this executable, which serves the
-				// preflight from TestMain.
-				t.Setenv("GPUINIT_PREFLIGHT", tc.env)
-			}
-			err := rt.Init(context.Background())
-			if tc.err != "" {
-				assert.ErrorContains(t, err, tc.err)
-				assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.attempts, rt.Stats().BringUp.Attempts)
-			assert.Equal(t, tc.attempts > 0, rt.Stats().BringUp.Preflight)
-			assert.ErrorContains(t, rt.UsePreflight(device.Preflight{}), "call it before the first Init")
-		})
-	}
-}
-
-// TestTheVariableOverridesOnlyWhatItNames: GPUINIT_PREFLIGHT's deadline or
-// "on" keeps the code's other settings: RetryFor -1 ("never retry") stays,
-// so a not-yet child is tried once, not for the default five minutes.
-func TestTheVariableOverridesOnlyWhatItNames(t *testing.T) {
-	for _, env := range []string{"2s", "on", ""} {
-		t.Run(fmt.Sprintf("%q", env), func(t *testing.T) {
-			rt, _ := preflighted(t, false, device.Preflight{RetryFor: -1})
-			t.Setenv(envChildDoes, "not-ready-times")
-			t.Setenv(envChildCounter, filepath.Join(t.TempDir(), "attempts"))
-			t.Setenv(envChildTimes, "100")
-			t.Setenv("GPUINIT_PREFLIGHT", env)
-			waits := device.RecordRetryWaits(t)
-			err := rt.Init(context.Background())
-			assert.ErrorIs(t, err, driver.ErrNotReady)
-			assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "RetryFor -1: one child, never a retry")
-			assert.Empty(t, waits())
-		})
-	}
-}
-
-func TestABadPreflightVariableIsAnErrorOfUsePreflight(t *testing.T) {
-	var g device.Registry
-	g.Register(simRegistration(newSim))
-	rt := openIn(t, &g, "sim")
-	t.Setenv("GPUINIT_PREFLIGHT", "bogus")
-	err := rt.UsePreflight(device.Preflight{})
-	assert.ErrorContains(t, err, `GPUINIT_PREFLIGHT="bogus"`)
 }
 
 // TestAGoPanicIsNoCrash: a Go panic ended by the runtime's SIGABRT (as
@@ -429,4 +267,132 @@ func TestAnUnkillableChildIsSaidToBe(t *testing.T) {
 	assert.ErrorContains(t, err, "cuInit")
 	assert.ErrorIs(t, err, driver.ErrInitHung)
 	assert.Equal(t, device.ClassNotYet, device.ClassOf(err))
+}
+
+const removedBinaryChild = childtest.Marker("GPUINIT_DEVICE_TEST_REMOVED_BINARY")
+
+// TestTheDefaultChildIsTheRunningBinaryEvenOnceItsFileIsGone: after a
+// rolling upgrade removed the server's file, the default preflight child is
+// still the running binary (exec'd through /proc/self/exe), not a path that
+// names nothing.
+func TestTheDefaultChildIsTheRunningBinaryEvenOnceItsFileIsGone(t *testing.T) {
+	if _, err := os.Stat("/proc/self/exe"); err != nil {
+		t.Skip("no /proc/self/exe on this system")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	copyPath := filepath.Join(t.TempDir(), "server")
+	copyFile(t, self, copyPath)
+	ctx, cancel := context.WithTimeout(context.Background(), childtest.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, copyPath, "-test.run=^TestRemovedBinaryChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), string(removedBinaryChild)+"=1", "GPUINIT_PREFLIGHT"+"=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestRemovedBinaryChild")
+}
+
+// TestRemovedBinaryChild removes its own executable, then brings sim up
+// through the default preflight child.
+func TestRemovedBinaryChild(t *testing.T) {
+	removedBinaryChild.Child(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(self))
+	_, err = os.Stat(self)
+	require.ErrorIs(t, err, os.ErrNotExist, "the file is gone")
+	var g device.Registry
+	g.Register(simRegistration(newSim))
+	rt := openIn(t, &g, "sim")
+	require.NoError(t, rt.UsePreflight(device.Preflight{Deadline: 30 * time.Second, RetryFor: -1}))
+	require.NoError(t, rt.Init(context.Background()))
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts, "one child, which ran")
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
+
+// prestarted is preflighted with Prestart: each child of its tests,
+// pre-started or cold, writes its pid to a file as it starts. It returns
+// once the child UsePreflight started has, with its pid, and a function
+// that lists the pids written.
+func prestarted(t *testing.T, p device.Preflight) (rt *device.Runtime, c *devicetest.Counting, pid int, pids func() []string) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	t.Setenv(envChildDoes, "say-pids")
+	t.Setenv(envChildCounter, pidFile)
+	p.Prestart = true
+	rt, c = preflighted(t, false, p)
+	require.True(t, device.HasPrestartedChild(rt))
+	pids = func() []string { b, _ := os.ReadFile(pidFile); return strings.Fields(string(b)) }
+	require.Eventually(t, func() bool { return len(pids()) > 0 }, time.Minute, time.Millisecond,
+		"the pre-started child never started")
+	pid, err := strconv.Atoi(pids()[0])
+	require.NoError(t, err)
+	return rt, c, pid, pids
+}
+
+// gone reports whether process pid has exited and been reaped.
+func gone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+
+// TestAPrestartedChildChecksWithTheInitsEnvironment: the child started at
+// UsePreflight is the one the first Init uses, and it checks with the
+// environment of the Init, not of its start: a variable set in between
+// counts, as it would for a child started then. Here it makes the child's
+// sim fail, while this process's sim, made before, does not: so the Init
+// fails only if the child saw it, and nothing initializes in this process.
+func TestAPrestartedChildChecksWithTheInitsEnvironment(t *testing.T) {
+	rt, c, pid, pids := prestarted(t, device.Preflight{RetryFor: -1})
+	t.Setenv(sim.EnvFail, string(sim.NoDevice))
+	err := rt.Init(context.Background())
+	require.ErrorIs(t, err, device.ErrNoDevice, "the child checked with GPUINIT_SIM_FAIL set after it started")
+	assert.Zero(t, c.Calls().Init, "nothing initialized in this process")
+	assert.Equal(t, 1, rt.Stats().BringUp.Attempts)
+	assert.Equal(t, []string{strconv.Itoa(pid)}, pids(), "the pre-started child checked; no other started")
+	assert.False(t, device.HasPrestartedChild(rt))
+	assert.True(t, gone(pid), "the child was used, and waited for")
+}
+
+// TestAPrestartedChildThatNoInitTakesIsEnded: Shutdown before any Init ends
+// the child, and so does an Init that runs no child.
+func TestAPrestartedChildThatNoInitTakesIsEnded(t *testing.T) {
+	t.Run("Shutdown", func(t *testing.T) {
+		rt, _, pid, _ := prestarted(t, device.Preflight{})
+		require.NoError(t, rt.Shutdown(context.Background()))
+		assert.True(t, gone(pid), "Shutdown waited for the child it ended")
+		assert.False(t, device.HasPrestartedChild(rt))
+		assert.ErrorIs(t, rt.UsePreflight(device.Preflight{Prestart: true}), device.ErrClosed, "and starts no other")
+	})
+	t.Run("an Init with the preflight turned off", func(t *testing.T) {
+		rt, c, pid, _ := prestarted(t, device.Preflight{})
+		t.Setenv("GPUINIT_PREFLIGHT", "off")
+		require.NoError(t, rt.Init(context.Background()))
+		assert.Equal(t, int64(1), c.Calls().Init)
+		assert.True(t, gone(pid), "the Init ended the child it did not use")
+	})
+	t.Run("a second UsePreflight", func(t *testing.T) {
+		rt, _, pid, _ := prestarted(t, device.Preflight{})
+		require.NoError(t, rt.UsePreflight(device.Preflight{Command: []string{os.Args[0], "-test.run=^$"}}))
+		assert.True(t, gone(pid), "the first call's child is ended")
+		assert.False(t, device.HasPrestartedChild(rt), "the second call prestarts nothing")
+	})
+}
+
+// TestNoChildIsPrestartedWithThePreflightOff: GPUINIT_PREFLIGHT=off at
+// UsePreflight starts no child.
+func TestNoChildIsPrestartedWithThePreflightOff(t *testing.T) {
+	t.Setenv("GPUINIT_PREFLIGHT", "off")
+	rt := device.New(sim.New())
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.UsePreflight(device.Preflight{Prestart: true, Command: []string{os.Args[0], "-test.run=^$"}}))
+	assert.False(t, device.HasPrestartedChild(rt))
 }
