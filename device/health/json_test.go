@@ -1,11 +1,17 @@
 package health_test
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gpuinit/gpuinit/device"
 	"github.com/gpuinit/gpuinit/device/health"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestErrorOfReportsAutosLeadWhole: the kind, call, code and hint of auto's
@@ -39,9 +45,115 @@ func TestErrorOfReportsAutosLeadWhole(t *testing.T) {
 	}
 }
 
-func TestDeviceHealthOfCarriesEveryField(t *testing.T) {
+// TestDeviceHealthOfCopiesTheWatchsFields: the watch's own fields reach
+// the JSON as they are. TestTheJSONCarriesEveryFieldOfDevicesTypes covers
+// every field.
+func TestDeviceHealthOfCopiesTheWatchsFields(t *testing.T) {
 	h := device.DeviceHealth{Watched: true, Why: "why", Counted: map[string]int64{"xid 13": 1}, WatchError: "e",
 		WatchErrors: 2, Hint: "hint", UnwatchedCalls: 3}
 	assert.Equal(t, &health.DeviceHealth{Watched: true, Why: "why", Counted: map[string]int64{"xid 13": 1}, WatchError: "e",
 		WatchErrors: 2, Hint: "hint", UnwatchedCalls: 3}, health.DeviceHealthOf(h))
+}
+
+// TestTheJSONCarriesEveryFieldOfDevicesTypes: DeviceOf, DeviceHealthOf and
+// BringUpOf mirror device's types in the status's JSON layout. With every
+// field of the Go type set, taking away any one of them changes the JSON.
+// A field added to device.Info, device.DeviceHealth or device.BringUp
+// fails it until the mirror carries the field, or the test says why not.
+func TestTheJSONCarriesEveryFieldOfDevicesTypes(t *testing.T) {
+	t.Run("Info", func(t *testing.T) {
+		carriesEveryField(t, func(d device.Info) any { return health.DeviceOf(d) }, nil)
+	})
+	t.Run("DeviceHealth", func(t *testing.T) {
+		carriesEveryField(t, func(h device.DeviceHealth) any { return health.DeviceHealthOf(h) }, map[string]string{
+			"Ordinal": "the status nests the health in its device, which has the ordinal",
+		})
+	})
+	t.Run("BringUp", func(t *testing.T) {
+		carriesEveryField(t, func(b device.BringUp) any { return health.BringUpOf(b) }, map[string]string{
+			"Summary": "the one line a probe answers with; the JSON has each of its parts",
+		})
+	})
+}
+
+// carriesEveryField fails for each exported field of T that of's JSON
+// loses, but those notCarried names with the reason.
+func carriesEveryField[T any](t *testing.T, of func(T) any, notCarried map[string]string) {
+	t.Helper()
+	var full T
+	fill(reflect.ValueOf(&full).Elem(), new(int))
+	whole := marshal(t, of(full))
+	typ := reflect.TypeFor[T]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		less := full
+		reflect.ValueOf(&less).Elem().Field(i).SetZero()
+		if why, skip := notCarried[f.Name]; skip {
+			assert.Equal(t, whole, marshal(t, of(less)), "%s.%s is left out of the JSON (%s)", typ, f.Name, why)
+			continue
+		}
+		assert.NotEqual(t, whole, marshal(t, of(less)), "the JSON loses %s.%s", typ, f.Name)
+	}
+}
+
+func marshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+var (
+	timeType  = reflect.TypeFor[time.Time]()
+	errorType = reflect.TypeFor[error]()
+)
+
+// fill gives every exported leaf under v a value that is not zero: times,
+// errors and enumerations included. The enumerations get 1, their first
+// value past the zero one. Each string is another, numbered by *n, so that
+// no two fields happen to agree.
+func fill(v reflect.Value, n *int) {
+	t := v.Type()
+	switch {
+	case !v.CanSet():
+		return
+	case t == timeType:
+		v.Set(reflect.ValueOf(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)))
+		return
+	case t == errorType:
+		v.Set(reflect.ValueOf(errors.New("the driver failed")))
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(t.Elem()))
+		fill(v.Elem(), n)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(t, 1, 1))
+		fill(v.Index(0), n)
+	case reflect.Map:
+		k, e := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+		fill(k, n)
+		fill(e, n)
+		v.Set(reflect.MakeMap(t))
+		v.SetMapIndex(k, e)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(v.Field(i), n)
+		}
+	case reflect.String:
+		*n++
+		v.SetString(fmt.Sprintf("%s %d", t.Name(), *n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1.5)
+	}
 }
