@@ -32,13 +32,16 @@ func (r *Runtime) moveTo(b BringUp, phase Phase, backend string) BringUp {
 
 // bringUpFirst is initialize's work, until a candidate is up or none is.
 func (r *Runtime) bringUpFirst(ctx context.Context) error {
-	u, err := r.newBringup()
-	defer func() { // a pre-started child that no attempt took has no use left
-		if u != nil && u.warm != nil {
+	u := &bringup{r: r, failures: map[string]error{}, start: time.Now()}
+	// A pre-started child that no attempt took has no use left. The defer
+	// comes before the settings are read, so that it ends the child
+	// whatever happens after readSettings hands it over, a panic included.
+	defer func() {
+		if u.warm != nil {
 			closeWarm(u.warm)
 		}
 	}()
-	if err != nil {
+	if err := u.begin(); err != nil {
 		return err
 	}
 	return u.run(ctx)
@@ -71,20 +74,18 @@ type attempt struct {
 	inChild bool
 }
 
-// newBringup reads the settings and the visibility variables, and starts
-// the initialization's record. A bad setting fails it, needing an
-// operator.
-func (r *Runtime) newBringup() (*bringup, error) {
-	u := &bringup{r: r, failures: map[string]error{}, start: time.Now()}
+// begin reads the settings and the visibility variables, and starts the
+// initialization's record. A bad setting fails it, needing an operator.
+func (u *bringup) begin() error {
 	u.moveTo("", "")
 	var err error
-	if u.floors, u.preflight, u.warm, err = r.readSettings(); err != nil {
-		return u, &failure{class: ClassNeedsOperator, causes: []error{err}}
+	if u.floors, u.preflight, u.warm, err = u.r.readSettings(); err != nil {
+		return &failure{class: ClassNeedsOperator, causes: []error{err}}
 	}
 	seen := readVisibility()
-	r.visibility.Store(&seen)
+	u.r.visibility.Store(&seen)
 	u.at.Preflight = u.preflight != nil
-	return u, nil
+	return nil
 }
 
 // run tries the candidates until one is up. Those whose child failed not

@@ -197,10 +197,13 @@ type settings struct {
 func (r *Runtime) readSettings() (floors map[string]int, p *Preflight, warm *preflight.Warm, err error) {
 	r.settings.mu.Lock()
 	r.settings.read = true
-	floors, p, warm = maps.Clone(r.settings.floors), r.settings.preflight, r.settings.warm
-	r.settings.warm = nil
+	floors, p = maps.Clone(r.settings.floors), r.settings.preflight
 	r.settings.mu.Unlock()
 	p, err = preflightFromEnv(p)
+	// The child is handed over last, with nothing left to fail or panic.
+	r.settings.mu.Lock()
+	warm, r.settings.warm = r.settings.warm, nil
+	r.settings.mu.Unlock()
 	return floors, p, warm, err
 }
 
