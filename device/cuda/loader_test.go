@@ -83,7 +83,7 @@ func TestChildMessages(t *testing.T) {
 		assert.Contains(t, de.Message, "loaded "+os.Getenv(EnvLibrary))
 	case "second":
 		require.ErrorIs(t, err, device.ErrDriverMismatch)
-		assert.Contains(t, err.Error(), "names a second libcuda.so.1, but this process already has "+os.Getenv("PRELOAD"))
+		assert.Contains(t, err.Error(), "is a second libcuda.so.1, but this process already has "+os.Getenv("PRELOAD"))
 		assert.Contains(t, err.Error(), "point it at "+os.Getenv("PRELOAD"))
 		assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
 	case "same":

@@ -61,8 +61,8 @@ func TestLoadOrder(t *testing.T) {
 				t.Errorf("calls %q, want %q", got, want)
 			}
 			if tc.path == "" {
-				if !errors.Is(err, driver.ErrDriverNotFound) || !strings.Contains(err.Error(), "DYNLOAD_TEST_LIBRARY=/opt/x/libx.so") {
-					t.Errorf("err = %v, want ErrDriverNotFound naming the variable", err)
+				if !errors.Is(err, driver.ErrDriverNotFound) || !strings.Contains(err.Error(), "dlopen DYNLOAD_TEST_LIBRARY failed: stat /opt/x/libx.so:") {
+					t.Errorf("err = %v, want ErrDriverNotFound naming the variable and its file", err)
 				}
 				return
 			}
@@ -108,12 +108,12 @@ func TestTheNamedFile(t *testing.T) {
 		want     []string
 	}{
 		{"a second copy beside a loaded one is refused, naming both", file, &fixedOpener{loaded: "/usr/lib/libx.so.1", open: file},
-			"", driver.ErrDriverMismatch, []string{"DYNLOAD_TEST_LIBRARY=" + file + " names a second libx.so.1", "already has /usr/lib/libx.so.1", "point it at /usr/lib/libx.so.1"}},
+			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: " + file + " is a second libx.so.1", "already has /usr/lib/libx.so.1", "point it at /usr/lib/libx.so.1"}},
 		{"the loaded copy itself, through a link, is used", link, &fixedOpener{loaded: file}, file, nil, nil},
 		{"a file that is not there", filepath.Join(dir, "nope.so"), &fixedOpener{}, "", driver.ErrDriverNotFound,
-			[]string{"DYNLOAD_TEST_LIBRARY=" + dir + "/nope.so: stat", "names a file that is not there"}},
+			[]string{"dlopen DYNLOAD_TEST_LIBRARY failed: stat " + dir + "/nope.so: no such file", "names a file that is not there"}},
 		{"a file the loader refuses is named once, with the loader's words", file, &fixedOpener{fail: file + ": invalid ELF header"},
-			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: DYNLOAD_TEST_LIBRARY=" + file + ": invalid ELF header; point it at a libx.so.1 this process can load, or unset it"}},
+			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: " + file + ": invalid ELF header; point it at a libx.so.1 this process can load, or unset it"}},
 		{"a file whose dependency is missing", file, &fixedOpener{fail: "libdep.so.1: cannot open shared object file: No such file or directory"},
 			"", driver.ErrDriverMismatch, []string{"it needs libdep.so.1, which could not be loaded", "install the package that ships libdep.so.1"}},
 	} {
@@ -131,6 +131,9 @@ func TestTheNamedFile(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 			assert.NotContains(t, err.Error(), "install x", "the user named the file")
+			said, _, _ := strings.Cut(err.Error(), "; ") // what failed, before the advice
+			assert.Equal(t, 1, strings.Count(said, spec.Env), "the variable is named once: %s", said)
+			assert.Equal(t, 1, strings.Count(said, tc.env), "the file is named once: %s", said)
 		})
 	}
 }

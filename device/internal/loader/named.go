@@ -10,7 +10,8 @@ import (
 )
 
 // loadNamed loads the file spec.Env names. The user named it, so the advice
-// is about that file: never to install the driver. Where the process already
+// is about that file: never to install the driver. The failure's Op names
+// the variable ("dlopen GPUINIT_CUDA_LIBRARY"), and its message the file. Where the process already
 // has the library (a cgo engine loaded one), a different file is refused, since
 // two copies of a GPU runtime in one process break both; the same file is
 // used.
@@ -26,14 +27,14 @@ func loadNamed(l opener, spec Spec, file string) (Library, error) {
 			return Library{Handle: h, Path: path, Preloaded: true, Named: named}, nil
 		}
 		return Library{}, &driver.DriverError{Backend: spec.Backend, Op: op, Sentinel: driver.ErrDriverMismatch,
-			Message: fmt.Sprintf("%s names a second %s, but this process already has %s (a cgo engine loaded it); two copies of one GPU runtime in a process break both", named, name, path),
+			Message: fmt.Sprintf("%s is a second %s, but this process already has %s (a cgo engine loaded it); two copies of one GPU runtime in a process break both", file, name, path),
 			Hint:    fmt.Sprintf("unset %s, or point it at %s", spec.Env, path)}
 	}
 	// A bare name ("libcuda.so.1") is for the loader's search; a path must
 	// be there.
 	if _, err := os.Stat(file); err != nil && strings.Contains(file, "/") {
 		return Library{}, &driver.DriverError{Backend: spec.Backend, Op: op, Sentinel: driver.ErrDriverNotFound,
-			Message: fmt.Sprintf("%s: %v", named, err),
+			Message: err.Error(), // "stat <file>: no such file or directory"
 			Hint:    fmt.Sprintf("%s names a file that is not there: point it at %s (ldconfig -p shows where the loader finds it), or unset it", spec.Env, spec.Names[0])}
 	}
 	h, path, msg := l.Open(file, false)
@@ -41,9 +42,9 @@ func loadNamed(l opener, spec Spec, file string) (Library, error) {
 		if dep := missingDependency(msg, file); dep != "" {
 			return Library{}, brokenInstall(spec, named, dep, msg)
 		}
-		// dlerror begins with the file, which named says already.
+		// dlerror mostly begins with the file; the message names it once.
 		return Library{}, &driver.DriverError{Backend: spec.Backend, Op: op, Sentinel: driver.ErrDriverMismatch,
-			Message: fmt.Sprintf("%s: %s", named, strings.TrimPrefix(msg, file+": ")),
+			Message: file + ": " + strings.TrimPrefix(msg, file+": "),
 			Hint:    fmt.Sprintf("point it at a %s this process can load, or unset it", spec.Names[0])}
 	}
 	return Library{Handle: h, Path: path, Named: named}, nil
