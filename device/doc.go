@@ -363,25 +363,25 @@
 //
 // # How a device comes up
 //
-// The walk from [Open] to a ready device stays in five files (registry.go,
-// runtime.go, init.go, bringup.go, preflight.go), over lazy and
-// device/internal/preflight:
+// The walk from [Open] to a ready device has its steps in five files
+// (registry.go, runtime.go, init.go, bringup.go, preflight.go), over lazy
+// and device/internal/preflight:
 //  1. [Open] (registry.go) finds the name and opens its backend once per
 //     [Registry], touching no driver. newRuntime (runtime.go) makes the
 //     [Runtime], whose lazy.Initializer will run initialize.
-//  2. The first [Runtime.Init], [Runtime.Start] or device call (init.go) runs
-//     initialize through lazy, once, counted in the closing state so that
-//     [Runtime.Shutdown] can wait for it or name it.
+//  2. The first [Runtime.Init] or [Runtime.Start] (init.go), or device call,
+//     runs initialize (init.go) through lazy, once. It enters the closing
+//     state (shutdown.go), so that [Runtime.Shutdown] can wait for it.
 //  3. bringUpFirst (bringup.go) starts a bringup, the initialization's state
-//     machine. It reads the settings (readSettings, init.go) and the
-//     visibility variables, then runs. Each step is a method that publishes
-//     its phase ([BringUp], in [Stats]).
+//     machine. bringup.begin reads the settings and the visibility variables
+//     (readSettings, init.go), then bringup.run tries each candidate. Each
+//     step is a method that publishes its phase ([BringUp], in [Stats]).
 //  4. bringup.try runs the preflight child first where it is on
-//     (runPreflight, preflight.go, through device/internal/preflight; the
-//     child runs [ServePreflight]). Then it runs the backend's Init in this
-//     process, the driver floor (checkDriverFloor, init.go) and the device
-//     query. A not-yet failure seen in the child is tried again in a fresh
-//     child after bringup.wait, with backoff, until RetryFor has passed.
+//     (bringup.checkInChild, then runPreflight, preflight.go, over
+//     device/internal/preflight; the child runs [ServePreflight]). Then it
+//     runs the backend's Init here, the driver floor (checkDriverFloor,
+//     init.go) and the device query. bringup.run retries a child's not-yet
+//     failure in a fresh child after bringup.wait, until RetryFor.
 //  5. On success, bringup.ready calls watchAfterInit (init.go). It starts the
 //     call deadline and the health watch, both from device/internal/watch.
 //  6. lazy runs the calls queued by [Runtime.LazyCall], in call order and
@@ -394,7 +394,7 @@
 // backend's error or auto's [NoBackendError]. errors.As finds lazy's
 // InitError in it. The driver's error is at most three layers down.
 //
-// The other files: shutdown.go, calls.go ([Runtime.Do] and what runs after
-// init), health.go (health, losses), stats.go, inventory.go and env.go (the
+// The other files: calls.go ([Runtime.Do] and what runs after init),
+// health.go (health, losses), stats.go, inventory.go and env.go (the
 // variables). docs/INSIDE.md says who imports whom in the module.
 package device

@@ -60,13 +60,20 @@ func declaredIn(t *testing.T) map[string]string {
 
 var (
 	// codeName is how the walk writes an unexported name of the code:
-	// camelCase, or a method of bringup.
-	codeName = regexp.MustCompile(`\b(?:bringup\.[a-z]\w*|[a-z]+[A-Z]\w*)\b`)
-	// placed is a code name followed by the file it is in: "x (f.go" or
-	// "x, f.go".
-	placed   = regexp.MustCompile(`\b(bringup\.[a-z]\w*|[a-z]+[A-Z]\w*|failure)(?: \(|, )([a-z_]+\.go)\b`)
+	// camelCase, a method of bringup, or one of the one-word names it uses.
+	codeName = regexp.MustCompile(`\b(?:bringup\.[a-z]\w*|[a-z]+[A-Z]\w*|initialize|failure)\b`)
+	// placed is a code name or a doc link followed by the file it is in:
+	// "x (f.go", "x, f.go" or "[X] (f.go".
+	placed = regexp.MustCompile(
+		`(?:\[([A-Z][\w.]*)\]|\b(bringup\.[a-z]\w*|[a-z]+[A-Z]\w*|initialize|failure))(?: \(|, )([a-z_]+\.go)\b`)
+	// docLink is a doc link to a name of this package: [Open], [Runtime.Init].
+	docLink  = regexp.MustCompile(`\[([A-Z]\w*(?:\.\w+)?)\]`)
 	fileName = regexp.MustCompile(`\b[a-z_]+\.go\b`)
 )
+
+// declared is the key of where for a name as the doc writes it: Runtime's
+// methods are bare there.
+func declared(name string) string { return strings.TrimPrefix(name, "Runtime.") }
 
 // TestTheWalkNamesWhatIsThere: the package doc's "How a device comes up"
 // names only functions the package declares, each in the file it gives, and
@@ -87,13 +94,18 @@ func TestTheWalkNamesWhatIsThere(t *testing.T) {
 		_, ok := where[name]
 		assert.True(t, ok, "the walk names %s, which the package does not declare", name)
 	}
+	for _, link := range docLink.FindAllStringSubmatch(text, -1) {
+		_, ok := where[declared(link[1])]
+		assert.True(t, ok, "the walk links [%s], which the package does not declare", link[1])
+	}
 	pairs := placed.FindAllStringSubmatch(text, -1)
-	assert.GreaterOrEqual(t, len(pairs), 8, "the walk places its steps in files")
+	assert.GreaterOrEqual(t, len(pairs), 12, "the walk places its steps in files")
 	for _, p := range pairs {
-		if fileName.MatchString(p[1]) {
+		name, file := declared(p[1]+p[2]), p[3]
+		if fileName.MatchString(name) {
 			continue // "bringup.go, preflight.go": a list of files
 		}
-		assert.Equal(t, p[2], where[p[1]], "the walk says %s is in %s", p[1], p[2])
+		assert.Equal(t, file, where[name], "the walk says %s is in %s", name, file)
 	}
 	named := map[string]bool{}
 	for _, f := range fileName.FindAllString(text, -1) {

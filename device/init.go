@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ type settings struct {
 	preflight *Preflight // nil: off, unless GPUINIT_PREFLIGHT says on
 	read      bool       // initialization has read them: too late to change
 	// warm is the child Preflight.Prestart started, until the
-	// initialization takes it with the settings, or Shutdown ends it.
+	// initialization takes it, after the settings, or Shutdown ends it.
 	warm *preflight.Warm
 }
 
@@ -205,6 +206,25 @@ func (r *Runtime) readSettings() (floors map[string]int, p *Preflight, warm *pre
 	warm, r.settings.warm = r.settings.warm, nil
 	r.settings.mu.Unlock()
 	return floors, p, warm, err
+}
+
+// visibilityVariables are the environment variables that choose which GPUs
+// a process sees, and how they are numbered or targeted.
+var visibilityVariables = []string{
+	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_OVERRIDE_GFX_VERSION",
+}
+
+// readVisibility reads the visibility variables that are set, with their
+// values. An empty value hides every device.
+func readVisibility() map[string]string {
+	seen := map[string]string{}
+	for _, name := range visibilityVariables {
+		if v, ok := os.LookupEnv(name); ok {
+			seen[name] = v
+		}
+	}
+	return seen
 }
 
 // endWarm ends the pre-started child that no initialization took, waiting

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -285,23 +284,4 @@ func selects(sel visibility.Selector, info Info) bool {
 			info.MIG.GPUInstance == sel.GI && info.MIG.ComputeInstance == sel.CI
 	}
 	return false
-}
-
-// visibilityVariables are the environment variables that choose which GPUs
-// a process sees, and how they are numbered or targeted.
-var visibilityVariables = []string{
-	"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_OVERRIDE_GFX_VERSION",
-}
-
-// readVisibility reads the visibility variables that are set, with their
-// values. An empty value hides every device.
-func readVisibility() map[string]string {
-	seen := map[string]string{}
-	for _, name := range visibilityVariables {
-		if v, ok := os.LookupEnv(name); ok {
-			seen[name] = v
-		}
-	}
-	return seen
 }
