@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,32 +58,42 @@ func TestDeviceHealthOfCopiesTheWatchsFields(t *testing.T) {
 
 // TestTheJSONCarriesEveryFieldOfDevicesTypes: DeviceOf, DeviceHealthOf and
 // BringUpOf mirror device's types in the status's JSON layout. With every
-// field of the Go type set, taking away any one of them changes the JSON.
-// A field added to device.Info, device.DeviceHealth or device.BringUp
-// fails it until the mirror carries the field, or the test says why not.
+// field of the Go type set, each to a value of its own, taking away any one
+// of them changes the JSON key of its counterpart: the mirror's field of the
+// same name, or the one renames gives, and no other key. A field added to device.Info,
+// device.DeviceHealth or device.BringUp fails it until the mirror carries
+// the field, or the test says why not. So does a mirror that swaps two.
 func TestTheJSONCarriesEveryFieldOfDevicesTypes(t *testing.T) {
 	t.Run("Info", func(t *testing.T) {
-		carriesEveryField(t, func(d device.Info) any { return health.DeviceOf(d) }, nil)
+		carriesEveryField(t, func(d device.Info) any { return health.DeviceOf(d) },
+			map[string]string{"ComputeMajor": "compute_capability", "ComputeMinor": "compute_capability"}, nil)
 	})
 	t.Run("DeviceHealth", func(t *testing.T) {
-		carriesEveryField(t, func(h device.DeviceHealth) any { return health.DeviceHealthOf(h) }, map[string]string{
-			"Ordinal": "the status nests the health in its device, which has the ordinal",
-		})
+		carriesEveryField(t, func(h device.DeviceHealth) any { return health.DeviceHealthOf(h) },
+			map[string]string{"ReplaysPerMinute": "pcie_replays_per_minute"}, map[string]string{
+				"Ordinal": "the status nests the health in its device, which has the ordinal",
+			})
 	})
 	t.Run("BringUp", func(t *testing.T) {
-		carriesEveryField(t, func(b device.BringUp) any { return health.BringUpOf(b) }, map[string]string{
-			"Summary": "the one line a probe answers with; the JSON has each of its parts",
-		})
+		carriesEveryField(t, func(b device.BringUp) any { return health.BringUpOf(b) },
+			map[string]string{"LastErr": "last_error", "Next": "next_attempt"}, map[string]string{
+				"Summary": "the one line a probe answers with; the JSON has each of its parts",
+			})
 	})
 }
 
-// carriesEveryField fails for each exported field of T that of's JSON
-// loses, but those notCarried names with the reason.
-func carriesEveryField[T any](t *testing.T, of func(T) any, notCarried map[string]string) {
+// carriesEveryField fails for each exported field of T whose value of's JSON
+// does not carry under its counterpart's key, but those notCarried names
+// with the reason.
+func carriesEveryField[T any](t *testing.T, of func(T) any, renames, notCarried map[string]string) {
 	t.Helper()
 	var full T
 	fill(reflect.ValueOf(&full).Elem(), new(int))
-	whole := marshal(t, of(full))
+	whole := keysOf(t, of(full))
+	mirror := reflect.TypeOf(of(full))
+	if mirror.Kind() == reflect.Pointer {
+		mirror = mirror.Elem()
+	}
 	typ := reflect.TypeFor[T]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -91,19 +102,56 @@ func carriesEveryField[T any](t *testing.T, of func(T) any, notCarried map[strin
 		}
 		less := full
 		reflect.ValueOf(&less).Elem().Field(i).SetZero()
+		changed := changedKeys(whole, keysOf(t, of(less)))
 		if why, skip := notCarried[f.Name]; skip {
-			assert.Equal(t, whole, marshal(t, of(less)), "%s.%s is left out of the JSON (%s)", typ, f.Name, why)
+			assert.Empty(t, changed, "%s.%s is left out of the JSON (%s)", typ, f.Name, why)
 			continue
 		}
-		assert.NotEqual(t, whole, marshal(t, of(less)), "the JSON loses %s.%s", typ, f.Name)
+		key, renamed := renames[f.Name]
+		if !renamed {
+			m, ok := mirror.FieldByName(f.Name)
+			if !assert.True(t, ok, "%s has no counterpart of %s.%s", mirror, typ, f.Name) {
+				continue
+			}
+			key, _, _ = strings.Cut(m.Tag.Get("json"), ",")
+		}
+		want := []string{key}
+		if f.Name == "LastErr" { // BringUpOf gives the class only with the error
+			want = append(want, "last_class")
+		}
+		assert.ElementsMatch(t, want, changed, "%s.%s is carried as %q, and only there", typ, f.Name, key)
 	}
 }
 
-func marshal(t *testing.T, v any) string {
+// keysOf is v's JSON object, key by key.
+func keysOf(t *testing.T, v any) map[string]string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
-	return string(b)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &raw))
+	keys := map[string]string{}
+	for k, v := range raw {
+		keys[k] = string(v)
+	}
+	return keys
+}
+
+// changedKeys lists the keys whose values differ between a and b, or that
+// one of them lacks.
+func changedKeys(a, b map[string]string) []string {
+	var changed []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			changed = append(changed, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			changed = append(changed, k)
+		}
+	}
+	return changed
 }
 
 var (
@@ -111,22 +159,24 @@ var (
 	errorType = reflect.TypeFor[error]()
 )
 
-// fill gives every exported leaf under v a value that is not zero: times,
-// errors and enumerations included. The enumerations get 1, their first
-// value past the zero one. Each string is another, numbered by *n, so that
-// no two fields happen to agree.
+// fill gives every exported leaf under v a value that is not zero, and
+// every string, number and time one of its own, counted by *n, so that no
+// two fields agree. Errors get one error. Enumerations (named integers)
+// get 1, their first value past the zero one.
 func fill(v reflect.Value, n *int) {
 	t := v.Type()
+	*n++
 	switch {
 	case !v.CanSet():
 		return
 	case t == timeType:
-		v.Set(reflect.ValueOf(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)))
+		v.Set(reflect.ValueOf(time.Date(2026, 12, 5, 10, *n, 0, 0, time.UTC)))
 		return
 	case t == errorType:
 		v.Set(reflect.ValueOf(errors.New("the driver failed")))
 		return
 	}
+	enum := t.PkgPath() != ""
 	switch t.Kind() {
 	case reflect.Pointer:
 		v.Set(reflect.New(t.Elem()))
@@ -145,15 +195,17 @@ func fill(v reflect.Value, n *int) {
 			fill(v.Field(i), n)
 		}
 	case reflect.String:
-		*n++
 		v.SetString(fmt.Sprintf("%s %d", t.Name(), *n))
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(1)
+		v.SetInt(int64(*n))
+		if enum {
+			v.SetInt(1)
+		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(1)
+		v.SetUint(uint64(*n))
 	case reflect.Float32, reflect.Float64:
-		v.SetFloat(1.5)
+		v.SetFloat(float64(*n) + 0.5)
 	}
 }
