@@ -363,7 +363,7 @@ func TestAPrestartedChildChecksWithTheInitsEnvironment(t *testing.T) {
 }
 
 // TestAPrestartedChildThatNoInitTakesIsEnded: Shutdown before any Init ends
-// the child, and so does an Init that runs no child.
+// the child, and so does an Init that runs no child or fails on a setting.
 func TestAPrestartedChildThatNoInitTakesIsEnded(t *testing.T) {
 	t.Run("Shutdown", func(t *testing.T) {
 		rt, _, pid, _ := prestarted(t, device.Preflight{})
@@ -378,6 +378,15 @@ func TestAPrestartedChildThatNoInitTakesIsEnded(t *testing.T) {
 		require.NoError(t, rt.Init(context.Background()))
 		assert.Equal(t, int64(1), c.Calls().Init)
 		assert.True(t, gone(pid), "the Init ended the child it did not use")
+	})
+	t.Run("an Init that a bad GPUINIT_PREFLIGHT fails", func(t *testing.T) {
+		rt, c, pid, _ := prestarted(t, device.Preflight{})
+		t.Setenv("GPUINIT_PREFLIGHT", "sometimes")
+		err := rt.Init(context.Background())
+		require.ErrorIs(t, err, device.ErrBadSetting)
+		assert.Equal(t, device.ClassNeedsOperator, device.ClassOf(err))
+		assert.Zero(t, c.Calls().Init)
+		assert.True(t, gone(pid), "the Init ended the child it could not use")
 	})
 	t.Run("a second UsePreflight", func(t *testing.T) {
 		rt, _, pid, _ := prestarted(t, device.Preflight{})
