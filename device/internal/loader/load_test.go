@@ -113,7 +113,7 @@ func TestTheNamedFile(t *testing.T) {
 		{"a file that is not there", filepath.Join(dir, "nope.so"), &fixedOpener{}, "", driver.ErrDriverNotFound,
 			[]string{"dlopen DYNLOAD_TEST_LIBRARY failed: stat " + dir + "/nope.so: no such file", "names a file that is not there"}},
 		{"a file the loader refuses is named once, with the loader's words", file, &fixedOpener{fail: file + ": invalid ELF header"},
-			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: " + file + ": invalid ELF header; point it at a libx.so.1 this process can load, or unset it"}},
+			"", driver.ErrDriverMismatch, []string{"dlopen DYNLOAD_TEST_LIBRARY failed: " + file + ": invalid ELF header; point DYNLOAD_TEST_LIBRARY at a libx.so.1 this process can load, or unset it"}},
 		{"a file whose dependency is missing", file, &fixedOpener{fail: "libdep.so.1: cannot open shared object file: No such file or directory"},
 			"", driver.ErrDriverMismatch, []string{"it needs libdep.so.1, which could not be loaded", "install the package that ships libdep.so.1"}},
 	} {

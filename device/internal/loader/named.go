@@ -11,10 +11,10 @@ import (
 
 // loadNamed loads the file spec.Env names. The user named it, so the advice
 // is about that file: never to install the driver. The failure's Op names
-// the variable ("dlopen GPUINIT_CUDA_LIBRARY"), and its message the file. Where the process already
-// has the library (a cgo engine loaded one), a different file is refused, since
-// two copies of a GPU runtime in one process break both; the same file is
-// used.
+// the variable ("dlopen GPUINIT_CUDA_LIBRARY"), and its message the file.
+// Where the process already has the library (a cgo engine loaded one), a
+// different file is refused, since two copies of a GPU runtime in one
+// process break both; the same file is used.
 func loadNamed(l opener, spec Spec, file string) (Library, error) {
 	named := spec.Env + "=" + file
 	op := "dlopen " + spec.Env // says whose file it was, for the failure's class
@@ -45,7 +45,7 @@ func loadNamed(l opener, spec Spec, file string) (Library, error) {
 		// dlerror mostly begins with the file; the message names it once.
 		return Library{}, &driver.DriverError{Backend: spec.Backend, Op: op, Sentinel: driver.ErrDriverMismatch,
 			Message: file + ": " + strings.TrimPrefix(msg, file+": "),
-			Hint:    fmt.Sprintf("point it at a %s this process can load, or unset it", spec.Names[0])}
+			Hint:    fmt.Sprintf("point %s at a %s this process can load, or unset it", spec.Env, spec.Names[0])}
 	}
 	return Library{Handle: h, Path: path, Named: named}, nil
 }
