@@ -29,6 +29,7 @@ import (
 // the driver's init (from the fake's call log, which names each caller's
 // pid), and that no child is left.
 func TestBringUpOverTheFakeDriver(t *testing.T) {
+	t.Parallel() // beside the package's other servers, mostly waiting too
 	for _, vendor := range []struct {
 		backend, init string // -backend, and the fake's init call
 		fake          string // the prefix of the fake's variables

@@ -181,6 +181,7 @@ func TestThePackageDocPrintsTheHostList(t *testing.T) {
 // TestEachHostSituation runs the example server, as shipped, on each row's
 // host over the fake drivers, and checks what its probes and status say.
 func TestEachHostSituation(t *testing.T) {
+	t.Parallel() // beside the package's other servers, mostly waiting too
 	for _, row := range hostRows {
 		t.Run(row.situation, func(t *testing.T) {
 			t.Parallel() // servers over their own fakes, mostly waiting
@@ -241,6 +242,7 @@ func TestEachHostSituation(t *testing.T) {
 // changes a variable. The fake drivers do not read such lists, so each host
 // has its fake answer 100, as the real driver does.
 func TestAListThatLeavesTheDriverNoDeviceIsNoGPU(t *testing.T) {
+	t.Parallel() // beside the package's other servers, mostly waiting too
 	for _, tc := range []struct {
 		name  string
 		host  func(t *testing.T) ([]string, []string)
