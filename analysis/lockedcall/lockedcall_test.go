@@ -59,7 +59,7 @@ func TestHelperChains(t *testing.T) {
 
 func TestLockedHelpers(t *testing.T) {
 	defer lockedcall.SetSummaryFacts(false)()
-	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "lockedhelper")
+	analysistest.Run(t, analysistest.TestData(), lockedcall.Analyzer, "lockedhelper", "witnessorder")
 }
 
 func TestChainsAcrossPackages(t *testing.T) {

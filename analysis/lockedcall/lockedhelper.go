@@ -2,7 +2,6 @@ package lockedcall
 
 import (
 	"go/ast"
-	"go/token"
 	"regexp"
 	"strings"
 
@@ -104,8 +103,10 @@ func (c *checker) lockedHelpers() map[*ssa.Function]helperWitness {
 // from a known locked helper, and returns a witness.
 func (c *checker) onlyUnderLock(fn *ssa.Function, known map[*ssa.Function]helperWitness) (helperWitness, bool) {
 	var w helperWitness
-	var wPos token.Pos
 	found := false
+	// The calls come in the index's order, the source's: the first of each
+	// kind is the first in the source. Positions would not do, since a driver
+	// that parses a package's files in parallel numbers them in any order.
 	for _, call := range c.index().callSites[fn] {
 		if _, isGo := call.instr.(*ssa.Go); isGo || startedByGo(call.instr.Parent()) {
 			return helperWitness{}, false // a goroutine does not hold its starter's lock
@@ -114,12 +115,11 @@ func (c *checker) onlyUnderLock(fn *ssa.Function, known map[*ssa.Function]helper
 		if caller == fn {
 			continue // recursion
 		}
-		// The witness is the first call in the source that holds the lock
-		// itself, else the first from a locked helper: messages are stable.
-		better := !found || (w.site == nil || len(w.chain) > 2) || call.instr.Pos() < wPos
+		// The witness is the first call that holds the lock itself, else the
+		// first from a locked helper: messages are stable.
 		if s, ok := c.heldSites[call.instr]; ok {
-			if better || len(w.chain) > 2 {
-				w, wPos = helperWitness{site: &s, chain: []string{caller.Name(), fn.Name()}}, call.instr.Pos()
+			if !found || w.site == nil || len(w.chain) > 2 {
+				w = helperWitness{site: &s, chain: []string{caller.Name(), fn.Name()}}
 			}
 			found = true
 			continue
@@ -129,7 +129,7 @@ func (c *checker) onlyUnderLock(fn *ssa.Function, known map[*ssa.Function]helper
 			return helperWitness{}, false
 		}
 		if !found {
-			w, wPos = helperWitness{site: up.site, chain: append(append([]string(nil), up.chain...), fn.Name()), documented: up.documented}, call.instr.Pos()
+			w = helperWitness{site: up.site, chain: append(append([]string(nil), up.chain...), fn.Name()), documented: up.documented}
 			found = true
 		}
 	}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"go/types"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -39,10 +43,11 @@ func loadFormPackages(t *testing.T) []*packages.Package {
 	return pkgs
 }
 
-var formLoad = sync.OnceValues(loadPackages)
+var formLoad = sync.OnceValues(func() ([]*packages.Package, error) { return loadPackages(nil) })
 
-// loadPackages loads formPackages.
-func loadPackages() ([]*packages.Package, error) {
+// loadPackages loads formPackages, parsing their files with parseFile (nil
+// for go/packages' own).
+func loadPackages(parseFile func(*token.FileSet, string, []byte) (*ast.File, error)) ([]*packages.Package, error) {
 	gopath, err := filepath.Abs("testdata")
 	if err != nil {
 		return nil, err
@@ -51,8 +56,9 @@ func loadPackages() ([]*packages.Package, error) {
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
 			packages.NeedTypes | packages.NeedTypesSizes | packages.NeedSyntax | packages.NeedTypesInfo |
 			packages.NeedDeps | packages.NeedModule,
-		Dir: filepath.Join(gopath, "src"),
-		Env: append(os.Environ(), "GOPATH="+gopath, "GO111MODULE=off", "GOWORK=off"),
+		Dir:       filepath.Join(gopath, "src"),
+		Env:       append(os.Environ(), "GOPATH="+gopath, "GO111MODULE=off", "GOWORK=off"),
+		ParseFile: parseFile,
 	}
 	pkgs, err := packages.Load(cfg, formPackages...)
 	if err != nil {
@@ -65,6 +71,43 @@ func loadPackages() ([]*packages.Package, error) {
 		}
 	})
 	return pkgs, errors.Join(errs...)
+}
+
+// parseInOrder returns a parser for packages.Config.ParseFile that numbers
+// each package's files in a fixed order, whatever order go/packages asks in:
+// the first time one of a package's files is asked for, it parses them all,
+// in the order of their names, or in reverse. packageFiles lists each
+// package's files; another file is parsed alone.
+func parseInOrder(packageFiles [][]string, reversed bool) func(*token.FileSet, string, []byte) (*ast.File, error) {
+	const mode = parser.AllErrors | parser.ParseComments | parser.SkipObjectResolution
+	type group struct {
+		once   sync.Once
+		names  []string
+		parsed map[string]*ast.File
+		errs   map[string]error
+	}
+	groups := map[string]*group{}
+	for _, files := range packageFiles {
+		g := &group{names: slices.Sorted(slices.Values(files)), parsed: map[string]*ast.File{}, errs: map[string]error{}}
+		if reversed {
+			slices.Reverse(g.names)
+		}
+		for _, name := range files {
+			groups[name] = g
+		}
+	}
+	return func(fset *token.FileSet, filename string, src []byte) (*ast.File, error) {
+		g := groups[filename] // only read: the map is complete before the first call
+		if g == nil {
+			return parser.ParseFile(fset, filename, src, mode)
+		}
+		g.once.Do(func() {
+			for _, name := range g.names {
+				g.parsed[name], g.errs[name] = parser.ParseFile(fset, name, nil, mode)
+			}
+		})
+		return g.parsed[filename], g.errs[filename]
+	}
 }
 
 // TestTheFormIsBuildssas proves that the SSA form lockedcall builds for

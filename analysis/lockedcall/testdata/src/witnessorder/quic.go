@@ -1,0 +1,7 @@
+package witnessorder
+
+func (c *Conn) HandleData() {
+	c.handshakeMutex.Lock()
+	defer c.handshakeMutex.Unlock()
+	c.handlePost()
+}
