@@ -2,6 +2,7 @@ package lazy
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -151,5 +152,34 @@ func BenchmarkDrainNoopCallbacks(b *testing.B) {
 	b.ResetTimer()
 	if err := i.Init(ctx); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkCurrentGoroutineID reads goroutine ids from every P at once, as
+// callers of an initializing Initializer do, with stackMu and without it, side
+// by side:
+//
+//	go test -run '^$' -bench CurrentGoroutineID -cpu 1,2 -count 5 ./lazy
+func BenchmarkCurrentGoroutineID(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		read func() uint64
+	}{
+		{"serialized", currentGoroutineID},
+		{"unserialized", func() uint64 {
+			var buf [64]byte
+			return parseGoroutineID(buf[:runtime.Stack(buf[:], false)])
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetParallelism(8) // goroutines a P: callers outnumber the cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if tc.read() == 0 {
+						b.Error("goroutine id 0")
+					}
+				}
+			})
+		})
 	}
 }
