@@ -3,6 +3,7 @@ package health_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,10 @@ func TestStatusIsOneMoment(t *testing.T) {
 						assert.Empty(t, s.Devices)
 						return
 					}
+					// Let the initialization run: two readers on two
+					// cores would keep it waiting for the scheduler's
+					// 10 ms preemption, each time.
+					runtime.Gosched()
 				}
 			})
 		}
