@@ -79,6 +79,7 @@ func bringUpOverTheFake(t *testing.T, backend, initCall, fake string, vendorEnv 
 			inServer: 1, minInChildren: 1, ready: true, live: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a server of its own, mostly waiting on its deadlines
 			log := fakedriver.NewCallLog(t)
 			env := append(append(vendorEnv(t, log), "GPUINIT_FAKE_LOG_PID=1",
 				fake+"_INIT_FAIL_FILE="+filepath.Join(t.TempDir(), "inits")), tc.env...)
