@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -59,12 +60,7 @@ func Loadable(env []string, names ...string) bool {
 			}
 		}
 	}
-	ldconfig, err := exec.LookPath("ldconfig")
-	if err != nil {
-		ldconfig = "/sbin/ldconfig"
-	}
-	out, _ := exec.Command(ldconfig, "-p").Output()
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(ldconfigCache(), "\n") {
 		fields := strings.Fields(line)
 		for _, name := range names {
 			if len(fields) > 0 && fields[0] == name {
@@ -74,6 +70,18 @@ func Loadable(env []string, names ...string) bool {
 	}
 	return false
 }
+
+// ldconfigCache is what ldconfig -p prints, read once a process: the tests
+// ask on every run over a host with no GPU, and the cache does not change
+// while they run.
+var ldconfigCache = sync.OnceValue(func() string {
+	ldconfig, err := exec.LookPath("ldconfig")
+	if err != nil {
+		ldconfig = "/sbin/ldconfig"
+	}
+	out, _ := exec.Command(ldconfig, "-p").Output()
+	return string(out)
+})
 
 // NotInstalled is a bare library name for a GPUINIT_*_LIBRARY variable that
 // the loader finds nowhere: a host where that library is not installed. A
